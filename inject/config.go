@@ -1,0 +1,134 @@
+package inject
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// FailureMode says how a profile answers when graft cannot inject: the
+// latency budget ran out, the server is overloaded, or an internal error.
+type FailureMode string
+
+const (
+	// FailAllow admits the Pod unchanged, with a warning. The shipped
+	// ValidatingAdmissionPolicy then decides whether it may exist.
+	FailAllow FailureMode = "allow"
+	// FailDeny refuses the Pod with a message.
+	FailDeny FailureMode = "deny"
+)
+
+// InvalidParamsMode says how a profile answers a Pod whose
+// graft.dev/<template>.<param> annotation fails validation.
+type InvalidParamsMode string
+
+const (
+	// InvalidDeny refuses the Pod, naming annotation, value and rule.
+	InvalidDeny InvalidParamsMode = "deny"
+	// InvalidUseDefault injects with the default value and a warning.
+	InvalidUseDefault InvalidParamsMode = "default"
+)
+
+// Profile is a named injection recipe, selected by the namespace label
+// graft.dev/inject=<profile> and served on /inject/<profile>.
+type Profile struct {
+	// Templates are injected in this order.
+	Templates []string `json:"templates"`
+	// AllowedTemplates bounds what a Pod may ask for with the
+	// graft.dev/templates annotation. Empty: the annotation may only
+	// reorder or narrow Templates.
+	AllowedTemplates []string `json:"allowedTemplates,omitempty"`
+	// Params sets template parameters for this profile: template -> param -> value.
+	// Pod annotations override them.
+	Params map[string]map[string]string `json:"params,omitempty"`
+	// OnInvalidParams defaults to "deny".
+	OnInvalidParams InvalidParamsMode `json:"onInvalidParams,omitempty"`
+	// FailureMode defaults to "allow".
+	FailureMode FailureMode `json:"failureMode,omitempty"`
+	// InjectHostNetwork injects into hostNetwork Pods too (default: skip them,
+	// since a proxy or port-binding agent would share the node's network).
+	InjectHostNetwork bool `json:"injectHostNetwork,omitempty"`
+}
+
+// Config is the engine's configuration.
+type Config struct {
+	// DefaultProfile is served on /inject. Defaults to "enabled".
+	DefaultProfile string `json:"defaultProfile,omitempty"`
+	// Profiles by name.
+	Profiles map[string]Profile `json:"profiles"`
+	// ExcludedNamespaces are never injected, whatever their labels.
+	// Defaults to kube-system, kube-public and kube-node-lease.
+	ExcludedNamespaces []string `json:"excludedNamespaces,omitempty"`
+}
+
+// ErrConfig marks an invalid configuration.
+var ErrConfig = errors.New("invalid configuration")
+
+// defaults fills in defaults and validates c, without templates.
+func (c *Config) defaults() error {
+	if c.DefaultProfile == "" {
+		c.DefaultProfile = "enabled"
+	}
+	if c.ExcludedNamespaces == nil {
+		c.ExcludedNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
+	}
+	if len(c.Profiles) == 0 {
+		return fmt.Errorf("%w: no profiles", ErrConfig)
+	}
+	if _, ok := c.Profiles[c.DefaultProfile]; !ok {
+		return fmt.Errorf("%w: default profile %q is not defined", ErrConfig, c.DefaultProfile)
+	}
+	for name, p := range c.Profiles {
+		if err := p.defaults(); err != nil {
+			return fmt.Errorf("%w: profile %q: %w", ErrConfig, name, err)
+		}
+		c.Profiles[name] = p
+	}
+	return nil
+}
+
+func (p *Profile) defaults() error {
+	if p.OnInvalidParams == "" {
+		p.OnInvalidParams = InvalidDeny
+	}
+	if p.FailureMode == "" {
+		p.FailureMode = FailAllow
+	}
+	switch p.OnInvalidParams {
+	case InvalidDeny, InvalidUseDefault:
+	default:
+		return fmt.Errorf("onInvalidParams %q: want %q or %q", p.OnInvalidParams, InvalidDeny, InvalidUseDefault)
+	}
+	switch p.FailureMode {
+	case FailAllow, FailDeny:
+	default:
+		return fmt.Errorf("failureMode %q: want %q or %q", p.FailureMode, FailAllow, FailDeny)
+	}
+	if len(p.Templates) == 0 {
+		return errors.New("no templates")
+	}
+	if dup := firstDuplicate(p.Templates); dup != "" {
+		return fmt.Errorf("template %q listed twice", dup)
+	}
+	return nil
+}
+
+func firstDuplicate(names []string) string {
+	for i, n := range names {
+		if slices.Contains(names[:i], n) {
+			return n
+		}
+	}
+	return ""
+}
+
+// DefaultConfig is the configuration graft serves with when given none.
+func DefaultConfig() Config {
+	return Config{
+		DefaultProfile: "enabled",
+		Profiles: map[string]Profile{
+			"enabled": {Templates: []string{"agent"}},
+			"agent":   {Templates: []string{"agent"}},
+		},
+	}
+}

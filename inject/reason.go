@@ -1,0 +1,67 @@
+package inject
+
+// Reason names why a request was skipped, denied or failed. The set is
+// closed: metrics, logs, warnings and `graft explain` all use these names.
+type Reason uint8
+
+const (
+	ReasonNone Reason = iota
+	// Skip reasons.
+	ReasonNotPod
+	ReasonOperation
+	ReasonSubresource
+	ReasonOptedOut
+	ReasonAlreadyInjected
+	ReasonHostNetwork
+	ReasonMirrorPod
+	ReasonNamespaceExcluded
+	ReasonNoTemplates
+	// Deny or failure reasons.
+	ReasonInvalidParams
+	ReasonTemplateSelection
+	ReasonBudgetExceeded
+	ReasonOverload
+	ReasonInternal
+	numReasons
+)
+
+var reasonNames = [numReasons]string{
+	ReasonNone:              "none",
+	ReasonNotPod:            "not-pod",
+	ReasonOperation:         "operation",
+	ReasonSubresource:       "subresource",
+	ReasonOptedOut:          "opted-out",
+	ReasonAlreadyInjected:   "already-injected",
+	ReasonHostNetwork:       "host-network",
+	ReasonMirrorPod:         "mirror-pod",
+	ReasonNamespaceExcluded: "namespace-excluded",
+	ReasonNoTemplates:       "no-templates",
+	ReasonInvalidParams:     "invalid-params",
+	ReasonTemplateSelection: "template-selection",
+	ReasonBudgetExceeded:    "budget-exceeded",
+	ReasonOverload:          "overload",
+	ReasonInternal:          "internal-error",
+}
+
+// String returns the reason's stable name.
+func (r Reason) String() string {
+	if r < numReasons {
+		return reasonNames[r]
+	}
+	return "unknown"
+}
+
+// Reasons lists every reason, for pre-binding metric labels.
+func Reasons() []Reason {
+	out := make([]Reason, numReasons)
+	for i := range out {
+		out[i] = Reason(i)
+	}
+	return out
+}
+
+// IsSkip reports whether r is a reason to leave a Pod alone.
+func (r Reason) IsSkip() bool { return r >= ReasonNotPod && r <= ReasonNoTemplates }
+
+// IsFailure reports whether r is a failure handled by the failure mode.
+func (r Reason) IsFailure() bool { return r >= ReasonBudgetExceeded && r <= ReasonInternal }

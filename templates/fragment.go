@@ -1,0 +1,136 @@
+package templates
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/template"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// funcs are the helpers fragments may use. quote and toJson make values safe
+// to embed in YAML whatever they contain.
+var funcs = template.FuncMap{
+	"quote": func(v any) string { return strconv.Quote(fmt.Sprint(v)) },
+	"toJson": func(v any) (string, error) {
+		b, err := json.Marshal(v)
+		return string(b), err
+	},
+	"join": func(sep string, items []string) string { return strings.Join(items, sep) },
+}
+
+// fragmentDoc is the rendered YAML's shape.
+type fragmentDoc struct {
+	Containers       []json.RawMessage `json:"containers"`
+	InitContainers   []json.RawMessage `json:"initContainers"`
+	Volumes          []json.RawMessage `json:"volumes"`
+	ImagePullSecrets []json.RawMessage `json:"imagePullSecrets"`
+	Annotations      map[string]string `json:"annotations"`
+	Labels           map[string]string `json:"labels"`
+	AppContainers    struct {
+		Env          []json.RawMessage `json:"env"`
+		VolumeMounts []json.RawMessage `json:"volumeMounts"`
+	} `json:"appContainers"`
+}
+
+func parseFragment(rendered []byte) (*Fragment, error) {
+	js, err := yaml.YAMLToJSON(rendered)
+	if err != nil {
+		return nil, fmt.Errorf("not YAML: %w", err)
+	}
+	var doc fragmentDoc
+	if err := strictUnmarshal(js, &doc); err != nil {
+		return nil, err
+	}
+	f := &Fragment{}
+	lists := []struct {
+		what string
+		in   []json.RawMessage
+		out  *[]Element
+		typ  func() any
+	}{
+		{"containers", doc.Containers, &f.Containers, func() any { return &corev1.Container{} }},
+		{"initContainers", doc.InitContainers, &f.InitContainers, func() any { return &corev1.Container{} }},
+		{"volumes", doc.Volumes, &f.Volumes, func() any { return &corev1.Volume{} }},
+		{"imagePullSecrets", doc.ImagePullSecrets, &f.ImagePullSecrets, func() any { return &corev1.LocalObjectReference{} }},
+		{"appContainers.env", doc.AppContainers.Env, &f.AppEnv, func() any { return &corev1.EnvVar{} }},
+		{"appContainers.volumeMounts", doc.AppContainers.VolumeMounts, &f.AppVolumeMounts, func() any { return &corev1.VolumeMount{} }},
+	}
+	for _, l := range lists {
+		seen := map[string]bool{}
+		for i, raw := range l.in {
+			el, err := newElement(raw, l.typ())
+			if err != nil {
+				return nil, fmt.Errorf("%s[%d]: %w", l.what, i, err)
+			}
+			if seen[el.Name] {
+				return nil, fmt.Errorf("%s[%d]: duplicate name %q", l.what, i, el.Name)
+			}
+			seen[el.Name] = true
+			*l.out = append(*l.out, el)
+		}
+	}
+	for _, c := range f.InitContainers {
+		if !bytes.Contains(c.Raw, []byte(`"restartPolicy":"Always"`)) {
+			return nil, fmt.Errorf("initContainers %q: graft injects init containers only as native sidecars (restartPolicy: Always)", c.Name)
+		}
+	}
+	f.Annotations = sortedKVs(doc.Annotations)
+	f.Labels = sortedKVs(doc.Labels)
+	return f, nil
+}
+
+// newElement validates raw against the Kubernetes type typ and returns it
+// as compact JSON with sorted keys.
+func newElement(raw json.RawMessage, typ any) (Element, error) {
+	if err := strictUnmarshal(raw, typ); err != nil {
+		return Element{}, err
+	}
+	var generic map[string]any
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		return Element{}, fmt.Errorf("not an object: %w", err)
+	}
+	name, _ := generic["name"].(string)
+	if name == "" {
+		return Element{}, fmt.Errorf("name is required")
+	}
+	el := Element{Name: name}
+	if mp, ok := generic["mountPath"].(string); ok {
+		el.MountPath = mp
+	}
+	if _, isMount := typ.(*corev1.VolumeMount); isMount && el.MountPath == "" {
+		return Element{}, fmt.Errorf("volumeMount %q: mountPath is required", name)
+	}
+	b, err := json.Marshal(generic) // maps marshal with sorted keys
+	if err != nil {
+		return Element{}, err
+	}
+	el.Raw = b
+	return el, nil
+}
+
+func strictUnmarshal(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	return nil
+}
+
+func sortedKVs(m map[string]string) []KV {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make([]KV, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, KV{Key: k, Value: m[k]})
+	}
+	return out
+}

@@ -1,0 +1,131 @@
+package templates
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"text/template"
+)
+
+// Template is one parsed, validated sidecar template.
+type Template struct {
+	Name        string    `json:"name"`
+	Description string    `json:"description"`
+	Placement   Placement `json:"placement,omitempty"`
+	Params      []Param   `json:"parameters,omitempty"`
+	// Fragment is the text/template source of the Pod fragment (YAML).
+	Fragment string `json:"fragment"`
+
+	// File is where the template came from, for messages.
+	File string `json:"-"`
+	tmpl *template.Template
+}
+
+// Param looks up a declared parameter.
+func (t *Template) Param(name string) (*Param, bool) {
+	for i := range t.Params {
+		if t.Params[i].Name == name {
+			return &t.Params[i], true
+		}
+	}
+	return nil, false
+}
+
+// AnnotationKey is the Pod annotation that overrides param on this template.
+func (t *Template) AnnotationKey(param string) string {
+	return AnnotationPrefix + t.Name + "." + param
+}
+
+// AnnotationPrefix starts every graft annotation.
+const AnnotationPrefix = "graft.dev/"
+
+func (t *Template) init() error {
+	if !isDNSLabel(t.Name) {
+		return fmt.Errorf("name %q: must be a DNS-1123 label", t.Name)
+	}
+	if strings.TrimSpace(t.Description) == "" {
+		return fmt.Errorf("template %s: description is required", t.Name)
+	}
+	switch t.Placement {
+	case "":
+		t.Placement = PlaceFirst
+	case PlaceFirst, PlaceBeforeInit, PlaceLast:
+	default:
+		return fmt.Errorf("template %s: placement %q: want first, before-init or last", t.Name, t.Placement)
+	}
+	seen := map[string]bool{}
+	for i := range t.Params {
+		p := &t.Params[i]
+		if seen[p.Name] {
+			return fmt.Errorf("template %s: parameter %q declared twice", t.Name, p.Name)
+		}
+		seen[p.Name] = true
+		if err := p.init(); err != nil {
+			return fmt.Errorf("template %s: %w", t.Name, err)
+		}
+	}
+	tmpl, err := template.New(t.Name).Option("missingkey=error").Funcs(funcs).Parse(t.Fragment)
+	if err != nil {
+		return fmt.Errorf("template %s: fragment: %w", t.Name, err)
+	}
+	t.tmpl = tmpl
+	return nil
+}
+
+// Values resolves parameter values: overrides (already validated) win over
+// defaults. Unknown override names are an error.
+func (t *Template) Values(overrides map[string]string) (map[string]any, error) {
+	out := make(map[string]any, len(t.Params))
+	for _, name := range slices.Sorted(maps.Keys(overrides)) {
+		if _, ok := t.Param(name); !ok {
+			return nil, fmt.Errorf("template %s has no parameter %q", t.Name, name)
+		}
+	}
+	for i := range t.Params {
+		p := &t.Params[i]
+		raw, ok := overrides[p.Name]
+		if !ok {
+			raw = p.Default
+		}
+		v, err := p.Parse(raw)
+		if err != nil {
+			return nil, &ParamError{Template: t.Name, Param: p.Name, Value: raw, Rule: err.Error()}
+		}
+		out[p.Name] = v
+	}
+	return out, nil
+}
+
+// Render executes the template with overrides applied to the defaults and
+// returns the fragment. It validates every value and the rendered output.
+func (t *Template) Render(overrides map[string]string) (*Fragment, error) {
+	vals, err := t.Values(overrides)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := t.tmpl.Execute(&buf, vals); err != nil {
+		return nil, fmt.Errorf("template %s: render: %w", t.Name, err)
+	}
+	f, err := parseFragment(buf.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("template %s: rendered fragment: %w", t.Name, err)
+	}
+	return f, nil
+}
+
+// RenderYAML executes the template and returns the raw rendered text, for
+// `graft render` and lint messages.
+func (t *Template) RenderYAML(overrides map[string]string) ([]byte, error) {
+	vals, err := t.Values(overrides)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := t.tmpl.Execute(&buf, vals); err != nil {
+		return nil, fmt.Errorf("template %s: render: %w", t.Name, err)
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,60 @@
+// Package templates owns graft's sidecar templates: the embedded built-in set,
+// loading and validating a set from a directory, typed parameters, and
+// rendering a template into a Pod fragment held as JSON bytes.
+//
+// Rendering is not on the request path: the engine renders once per distinct
+// parameter set and caches the Fragment.
+package templates
+
+// Placement says where a template's initContainers go.
+type Placement string
+
+const (
+	// PlaceFirst puts the init containers at index 0, ahead of everything.
+	PlaceFirst Placement = "first"
+	// PlaceBeforeInit puts them after existing native sidecars
+	// (restartPolicy: Always) but before the first ordinary init container.
+	PlaceBeforeInit Placement = "before-init"
+	// PlaceLast appends them.
+	PlaceLast Placement = "last"
+)
+
+// Element is one named list element of a Fragment, as compact JSON.
+type Element struct {
+	Name string
+	// MountPath is set for volumeMounts only: mounts match by name or path.
+	MountPath string
+	Raw       []byte
+}
+
+// Fragment is a rendered template: what graft adds to a Pod. Every Raw is
+// compact JSON with sorted keys, so equal inputs give equal bytes.
+type Fragment struct {
+	Containers       []Element
+	InitContainers   []Element
+	Volumes          []Element
+	ImagePullSecrets []Element
+	// Annotations and Labels are sorted by key; values are plain strings.
+	Annotations []KV
+	Labels      []KV
+	// AppEnv and AppVolumeMounts are added to every app container
+	// (spec.containers that graft did not inject) that lacks them.
+	AppEnv          []Element
+	AppVolumeMounts []Element
+}
+
+// KV is a metadata key and value.
+type KV struct{ Key, Value string }
+
+// ParamType is the type of a template parameter.
+type ParamType string
+
+const (
+	TypeString   ParamType = "string"
+	TypeInt      ParamType = "int"
+	TypeBool     ParamType = "bool"
+	TypeQuantity ParamType = "quantity"
+	TypeEnum     ParamType = "enum"
+	TypeDuration ParamType = "duration"
+	TypeList     ParamType = "list"
+)
