@@ -21,24 +21,60 @@ type Problem struct {
 // String is the `file: template: problem` line `graft templates lint` prints.
 func (p Problem) String() string { return p.File + ": " + p.Template + ": " + p.Message }
 
-// Lint parses every *.yaml template at the root of fsys, renders each with
-// its defaults and with every parameter at its bounds, and checks what it
-// renders against the Kubernetes rules a Pod must meet. It also checks that
-// no two templates inject the same container, volume, port, app env var,
-// app mount path or metadata key, so that any of them combine. The error is
-// for a directory that cannot be listed; everything else is a Problem.
+// Lint lints every directory of fsys that holds *.yaml templates (fsys's
+// root included; hidden and testdata directories skipped), each as one
+// template set. For each template it parses it, renders it with its
+// defaults and with every parameter at its bounds, and checks what it
+// renders against the Kubernetes rules a Pod must meet. Within a set it
+// checks that no two templates inject the same container, volume, port, app
+// env var, app mount path or metadata key, so that any of them combine.
+// Problem.File is relative to fsys. The error is for a tree that cannot be
+// walked; everything else is a Problem.
 func Lint(fsys fs.FS) ([]Problem, error) {
-	files, err := fs.Glob(fsys, "*.yaml")
+	var dirs []string
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return fs.SkipDir
+		}
+		if !d.IsDir() && path.Ext(p) == ".yaml" && !slices.Contains(dirs, path.Dir(p)) {
+			dirs = append(dirs, path.Dir(p))
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list templates: %w", err)
 	}
-	if len(files) == 0 {
+	if len(dirs) == 0 {
 		return []Problem{{File: ".", Template: "-", Message: "no templates (*.yaml) found"}}, nil
 	}
 	var problems []Problem
+	for _, dir := range dirs {
+		ps, err := lintDir(fsys, dir)
+		if err != nil {
+			return nil, err
+		}
+		problems = append(problems, ps...)
+	}
+	return problems, nil
+}
+
+// lintDir lints the templates directly in dir as one set.
+func lintDir(fsys fs.FS, dir string) ([]Problem, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("list templates: %w", err)
+	}
+	var problems []Problem
 	var linted []*Template
-	for _, file := range files {
-		base := strings.TrimSuffix(path.Base(file), ".yaml")
+	for _, ent := range entries {
+		if ent.IsDir() || path.Ext(ent.Name()) != ".yaml" {
+			continue
+		}
+		file := path.Join(dir, ent.Name())
+		base := strings.TrimSuffix(ent.Name(), ".yaml")
 		data, err := fs.ReadFile(fsys, file)
 		if err != nil {
 			problems = append(problems, Problem{file, base, fmt.Sprintf("read: %v", err)})
@@ -59,8 +95,7 @@ func Lint(fsys fs.FS) ([]Problem, error) {
 		}
 		linted = append(linted, t)
 	}
-	problems = append(problems, lintAcross(linted)...)
-	return problems, nil
+	return append(problems, lintAcross(linted)...), nil
 }
 
 // lintCase is one set of overrides Lint renders a template with.

@@ -178,6 +178,18 @@ func TestLintFindsProblems(t *testing.T) {
 			want:  []string{`x.yaml: a: template name "a" does not match the file name`},
 		},
 		{
+			name: "each directory is a set; testdata and hidden directories are skipped",
+			files: map[string]string{
+				"one/a.yaml":             sidecar("a", "", "", ""),
+				"two/a.yaml":             sidecar("a", "", "", ""),
+				"two/testdata/bad.yaml":  "name: [",
+				"two/.hidden/bad.yaml":   "name: [",
+				"three/deeper/b.yaml":    strings.Replace(sidecar("b", "", "", ""), "image: example.com/x:1", "image: ' '", 1),
+				"three/deeper/notes.txt": "not a template",
+			},
+			want: []string{"three/deeper/b.yaml: b: with defaults: initContainers[graft-b]: image: is required"},
+		},
+		{
 			name:  "no templates",
 			files: map[string]string{"notes.txt": "hello"},
 			want:  []string{".: -: no templates (*.yaml) found"},

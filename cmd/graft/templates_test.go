@@ -47,7 +47,9 @@ fragment: |
 		wantFile string // path that must then hold the built-in docs
 	}{
 		{name: "lint builtin", args: []string{"templates", "lint", repoFile("templates", "builtin")},
-			stdout: repoFile("templates", "builtin") + ": 5 templates, no problems"},
+			stdout: repoFile("templates", "builtin") + ": no problems\n"},
+		{name: "lint the templates tree", args: []string{"templates", "lint", repoFile("templates")},
+			stdout: repoFile("templates") + ": no problems\n"},
 		{name: "lint finds a problem", args: []string{"templates", "lint", bad}, code: 1,
 			stdout: filepath.Join(bad, "x.yaml") + `: x: with port="99999": initContainers[graft-x]: ports[0].containerPort: must be between 1 and 65535`,
 			stderr: "graft: templates lint: 1 problem(s) in " + bad},
