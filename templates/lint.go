@@ -6,6 +6,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 )
 
 // Problem is one thing wrong with a template, found by Lint.
@@ -90,12 +92,55 @@ func lintDir(fsys fs.FS, dir string) ([]Problem, error) {
 		if t.Name != base {
 			problems = append(problems, Problem{file, t.Name, fmt.Sprintf("template name %q does not match the file name", t.Name)})
 		}
+		for _, msg := range lintBooleans(data) {
+			problems = append(problems, Problem{file, t.Name, msg})
+		}
 		for _, msg := range lintTemplate(t) {
 			problems = append(problems, Problem{file, t.Name, msg})
 		}
 		linted = append(linted, t)
 	}
 	return append(problems, lintAcross(linted)...), nil
+}
+
+// lintBooleans finds template fields meant as strings that YAML 1.1, which
+// the loader follows, reads as booleans: an unquoted on, off, yes, no, y or
+// n. Parsing turns them into "true" or "false" without a word, so an enum
+// value off silently becomes false.
+func lintBooleans(data []byte) []string {
+	var doc struct {
+		Name       any `json:"name"`
+		Parameters []struct {
+			Name    any   `json:"name"`
+			Type    any   `json:"type"`
+			Default any   `json:"default"`
+			Values  []any `json:"values"`
+		} `json:"parameters"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil // Parse reports it
+	}
+	var out []string
+	flag := func(where string, v any) {
+		if b, ok := v.(bool); ok {
+			out = append(out, fmt.Sprintf("%s reads as the boolean %t (YAML 1.1 takes unquoted on, off, yes, no, y and n as booleans): quote it", where, b))
+		}
+	}
+	flag("name", doc.Name)
+	for i, p := range doc.Parameters {
+		where := fmt.Sprintf("parameters[%d]", i)
+		if name, ok := p.Name.(string); ok {
+			where = fmt.Sprintf("parameter %s", name)
+		}
+		flag(where+": name", p.Name)
+		if p.Type != string(TypeBool) {
+			flag(where+": default", p.Default)
+		}
+		for j, v := range p.Values {
+			flag(fmt.Sprintf("%s: values[%d]", where, j), v)
+		}
+	}
+	return out
 }
 
 // lintCase is one set of overrides Lint renders a template with.

@@ -190,6 +190,13 @@ func TestLintFindsProblems(t *testing.T) {
 			want: []string{"three/deeper/b.yaml: b: with defaults: initContainers[graft-b]: image: is required"},
 		},
 		{
+			name: "unquoted YAML 1.1 booleans",
+			files: map[string]string{"a.yaml": sidecar("a",
+				"- {name: level, type: enum, default: info, values: [info, off], description: l}\n"+
+					"- {name: flag, type: bool, default: yes, description: f}\n", "", "")},
+			want: []string{"a.yaml: a: parameter level: values[1] reads as the boolean false (YAML 1.1 takes unquoted on, off, yes, no, y and n as booleans): quote it"},
+		},
+		{
 			name:  "no templates",
 			files: map[string]string{"notes.txt": "hello"},
 			want:  []string{".: -: no templates (*.yaml) found"},
