@@ -180,6 +180,14 @@ func TestCatalogueThroughEngine(t *testing.T) {
 				if envOf(c, "OTEL_EXPORTER_OTLP_ENDPOINT") == nil || envOf(c, "OTEL_RESOURCE_ATTRIBUTES") == nil {
 					t.Errorf("container %s lacks the OTLP endpoint or resource attributes", c.Name)
 				}
+				// $(VAR) expands only variables defined earlier in the list.
+				names := make([]string, len(c.Env))
+				for i, e := range c.Env {
+					names[i] = e.Name
+				}
+				if slices.Index(names, "GRAFT_OTEL_POD_NAME") > slices.Index(names, "OTEL_RESOURCE_ATTRIBUTES") {
+					t.Errorf("container %s defines GRAFT_OTEL_POD_NAME after OTEL_RESOURCE_ATTRIBUTES uses it: %v", c.Name, names)
+				}
 			}
 		}},
 		{profile: "secrets-agent", inits: []string{"graft-secrets-agent", "migrate"}, check: func(t *testing.T, p *corev1.Pod) {
