@@ -17,6 +17,10 @@ func newTemplatesCmd() *cobra.Command {
 		Use:   "templates",
 		Short: "Check and document sidecar templates",
 		Args:  cobra.NoArgs,
+		// Runnable only so that a missing or unknown subcommand is an error.
+		RunE: func(*cobra.Command, []string) error {
+			return errors.New("templates: missing subcommand: lint or docs")
+		},
 	}
 	cmd.AddCommand(newTemplatesLintCmd(), newTemplatesDocsCmd())
 	return cmd
