@@ -39,7 +39,7 @@ type Settings struct {
 	// answering them per the profile's failure mode. 0: no limit.
 	MaxInFlight int `json:"maxInFlight,omitempty"`
 	// TLSMinVersion is "1.2" or "1.3".
-	TLSMinVersion string `json:"tlsMinVersion,omitempty"`
+	TLSMinVersion string   `json:"tlsMinVersion,omitempty"`
 	ReadTimeout   Duration `json:"readTimeout,omitempty"`
 	WriteTimeout  Duration `json:"writeTimeout,omitempty"`
 	// IdleTimeout closes idle keep-alive connections so the API server's

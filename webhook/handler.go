@@ -88,7 +88,6 @@ func (s *Server) inject(ctx *fasthttp.RequestCtx, profileName []byte) {
 	}
 
 	st := s.state.Load()
-	start := s.now()
 	s.metrics.inflight.Inc()
 	n := s.inflight.Add(1)
 	defer func() {
@@ -99,6 +98,7 @@ func (s *Server) inject(ctx *fasthttp.RequestCtx, profileName []byte) {
 		}
 	}()
 
+	start := s.now()
 	profile, known := st.profile(profileName)
 	if !known {
 		// Not one of ours: let the engine say so (ErrUnknownProfile). This
@@ -128,7 +128,8 @@ func (s *Server) inject(ctx *fasthttp.RequestCtx, profileName []byte) {
 	if err != nil {
 		s.bufs.put(rb)
 		s.replyError(ctx, profile, err)
-		s.metrics.observeError(st.bind, labelProfile(profile, known), s.now().Sub(start).Seconds())
+		s.metrics.countError(st.bind, labelProfile(profile, known))
+		s.metrics.duration.Observe(s.now().Sub(start).Seconds())
 		return
 	}
 	ctx.SetContentTypeBytes(jsonType)
@@ -176,7 +177,7 @@ func shortMessage(err error) string {
 // connection and the server carry on.
 func (s *Server) recovered(ctx *fasthttp.RequestCtx, st *state, p any) {
 	s.metrics.failures[inject.ReasonInternal].Inc()
-	s.metrics.observeError(st.bind, unknownProfile, 0)
+	s.metrics.countError(st.bind, unknownProfile)
 	s.log.Error("panic in request; answered 500", zap.Any("panic", p), zap.Stack("stack"))
 	ctx.Response.Reset()
 	ctx.Error("internal error\n", fasthttp.StatusInternalServerError)

@@ -47,7 +47,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "graft_admission_duration_seconds",
 			Help:    "Time from the request reaching the handler to the response being ready.",
-			Buckets: prometheus.ExponentialBucketsRange(50e-6, 1, 16),
+			Buckets: []float64{50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1},
 		}),
 		patchBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "graft_patch_bytes",
@@ -176,10 +176,8 @@ func (m *metrics) observe(b *bindings, res *inject.Result, seconds float64) {
 	}
 }
 
-// observeError counts a request answered with an HTTP error.
-func (m *metrics) observeError(b *bindings, profile string, seconds float64) {
-	pc := b.counters(profile)
-	row := pc[inject.OpUnknown]
+// countError counts a request answered with an HTTP error.
+func (m *metrics) countError(b *bindings, profile string) {
+	row := b.counters(profile)[inject.OpUnknown]
 	row[len(row)-1].Inc()
-	m.duration.Observe(seconds)
 }

@@ -185,7 +185,7 @@ func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
 		// The body was not read: let the client finish sending so it can
 		// read this answer (see lingerConn).
 		markLinger(ctx.Conn())
-		s.metrics.observeError(s.state.Load().bind, unknownProfile, 0)
+		s.metrics.countError(s.state.Load().bind, unknownProfile)
 		ctx.Error(fmt.Sprintf("request body larger than %d bytes\n", s.state.Load().settings.MaxBodyBytes),
 			fasthttp.StatusRequestEntityTooLarge)
 	case errors.As(err, &small):
