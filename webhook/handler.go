@@ -54,8 +54,8 @@ func (s *Server) handleAdmin(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if !ctx.IsGet() && !ctx.IsHead() {
-		ctx.Response.Header.Set(fasthttp.HeaderAllow, "GET, HEAD")
 		ctx.Error("method not allowed", fasthttp.StatusMethodNotAllowed)
+		ctx.Response.Header.Set(fasthttp.HeaderAllow, "GET, HEAD") // after Error, which resets headers
 		return
 	}
 	h(ctx)
@@ -78,8 +78,8 @@ func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 // Result's UID, Namespace and Name, which alias it.
 func (s *Server) inject(ctx *fasthttp.RequestCtx, profileName []byte) {
 	if !ctx.IsPost() {
-		ctx.Response.Header.Set(fasthttp.HeaderAllow, "POST")
 		ctx.Error("method not allowed: use POST", fasthttp.StatusMethodNotAllowed)
+		ctx.Response.Header.Set(fasthttp.HeaderAllow, "POST")
 		return
 	}
 	if !isJSON(ctx.Request.Header.ContentType()) {

@@ -84,7 +84,7 @@ func TestMetricsAfterSequence(t *testing.T) {
 // TestAdmissionLog: one info line per admission with the documented
 // fields; skips at debug.
 func TestAdmissionLog(t *testing.T) {
-	ts := startServer(t, serverSetup{})
+	ts := startServer(t, serverSetup{override: func(s *Settings) { s.LogLevel = "debug" }})
 	small := corpus.Review(corpus.Small)
 	var req struct {
 		Request struct {

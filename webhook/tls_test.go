@@ -89,10 +89,11 @@ func TestCertRotation(t *testing.T) {
 				// Restart on a Secret-style layout: tls.crt -> ..data/tls.crt.
 				ts.stop(t)
 				dir = t.TempDir()
-				secretLayout(t, dir, "..v1")
+				firstCA := secretLayout(t, dir, "..v1")
 				ts = startServer(t, serverSetup{override: func(s *Settings) {
 					s.TLSCert, s.TLSKey = filepath.Join(dir, certgen.CertFile), filepath.Join(dir, certgen.KeyFile)
 				}})
+				ts.caPool.AppendCertsFromPEM(firstCA)
 			}
 			keep := newClient(ts.caPool, nil) // holds one keep-alive connection
 			defer keep.CloseIdleConnections()
