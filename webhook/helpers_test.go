@@ -403,4 +403,3 @@ func (c *gateClock) setJump(d time.Duration) {
 	c.jump = d
 	c.mu.Unlock()
 }
-

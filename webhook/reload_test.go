@@ -106,10 +106,10 @@ func TestConfigReload(t *testing.T) {
 	}
 
 	for _, bad := range []string{
-		"profiles:\n  enabled: {templates: [agent], bogus: 1}\n",         // unknown field
-		"profiles:\n  enabled: {templates: [nonexistent]}\n",              // unknown template
+		"profiles:\n  enabled: {templates: [agent], bogus: 1}\n",                // unknown field
+		"profiles:\n  enabled: {templates: [nonexistent]}\n",                    // unknown template
 		"defaultProfile: missing\nprofiles:\n  enabled: {templates: [agent]}\n", // bad default
-		"server:\n  tlsMinVersion: \"1.1\"\n",                             // bad setting
+		"server:\n  tlsMinVersion: \"1.1\"\n",                                   // bad setting
 	} {
 		writeFile(t, path, bad)
 		if err := waitEvent(t, ts.reloads, "config"); err == nil {

@@ -16,8 +16,8 @@ import (
 // reviewReply is the part of an AdmissionReview response both v1 and
 // v1beta1 share.
 type reviewReply struct {
-	APIVersion string                        `json:"apiVersion"`
-	Kind       string                        `json:"kind"`
+	APIVersion string                         `json:"apiVersion"`
+	Kind       string                         `json:"kind"`
 	Response   *admissionv1.AdmissionResponse `json:"response"`
 }
 

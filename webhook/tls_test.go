@@ -190,4 +190,3 @@ func getOK(t *testing.T, c *http.Client, url string) {
 		t.Fatalf("GET %s: %d", url, resp.StatusCode)
 	}
 }
-

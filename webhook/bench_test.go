@@ -1,0 +1,118 @@
+package webhook
+
+import (
+	"io"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttputil"
+
+	"github.com/graftdev/graft/bench/corpus"
+	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/webhook/certgen"
+)
+
+// BenchmarkServe measures a request through the whole handler (routing,
+// checks, deadline, engine, pooled response, metrics, sampled log) and
+// fasthttp's HTTP/1.1 parsing and writing, over an in-memory listener
+// without TLS. Its allocations are the engine's (BenchmarkEngineAdmit)
+// plus what the server adds.
+func BenchmarkServe(b *testing.B) {
+	for _, name := range []string{corpus.Small, corpus.Large, corpus.Skip} {
+		b.Run(name, func(b *testing.B) {
+			s := benchServer(b)
+			ln := fasthttputil.NewInmemoryListener()
+			srv := s.fasthttpServer(s.state.Load().settings, s.handle)
+			done := make(chan error, 1)
+			go func() { done <- srv.Serve(ln) }()
+			b.Cleanup(func() {
+				_ = srv.Shutdown()
+				<-done
+			})
+			client := &fasthttp.HostClient{
+				Addr: "graft", Dial: func(string) (net.Conn, error) { return ln.Dial() },
+				// Short, so the client's cleaner exits soon after the run.
+				MaxIdleConnDuration: 50 * time.Millisecond,
+			}
+			b.Cleanup(client.CloseIdleConnections)
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			review := corpus.Review(name)
+			req.SetRequestURI("http://graft/inject?timeout=10s")
+			req.Header.SetMethod(fasthttp.MethodPost)
+			req.Header.SetContentType("application/json")
+			req.SetBody(review)
+			b.SetBytes(int64(len(review)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := client.Do(req, resp); err != nil {
+					b.Fatal(err)
+				}
+				if resp.StatusCode() != fasthttp.StatusOK {
+					b.Fatalf("status %d: %s", resp.StatusCode(), resp.Body())
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkEngineAdmit is the engine alone on the same reviews, for the
+// comparison with BenchmarkServe.
+func BenchmarkEngineAdmit(b *testing.B) {
+	for _, name := range []string{corpus.Small, corpus.Large, corpus.Skip} {
+		b.Run(name, func(b *testing.B) {
+			s := benchServer(b)
+			eng := s.state.Load().eng
+			review := corpus.Review(name)
+			var dst []byte
+			b.SetBytes(int64(len(review)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var err error
+				dst, _, err = eng.Admit(dst[:0], review, inject.Options{Profile: "enabled"})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// benchServer is a Server as `graft serve` builds it (info logs with
+// sampling, to io.Discard), warmed up.
+func benchServer(b *testing.B) *Server {
+	b.Helper()
+	certDir := b.TempDir()
+	bundle, err := certgen.Generate(certgen.Options{DNSNames: []string{"localhost"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := bundle.Write(certDir); err != nil {
+		b.Fatal(err)
+	}
+	log, lvl, err := NewLogger(io.Discard, "info")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(Options{
+		Override: func(st *Settings) {
+			st.Addr, st.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
+			st.TLSCert, st.TLSKey = filepath.Join(certDir, certgen.CertFile), filepath.Join(certDir, certgen.KeyFile)
+		},
+		Logger: log, Level: &lvl, Registry: prometheus.NewRegistry(),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(s.release)
+	s.warm(s.state.Load())
+	if !s.warmed.Load() {
+		b.Fatal("warm-up failed")
+	}
+	return s
+}
