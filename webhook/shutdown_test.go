@@ -2,7 +2,9 @@ package webhook
 
 import (
 	"crypto/tls"
+	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,4 +74,45 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// TestReadiness: not ready until warmed up; ready on both ports after.
+func TestReadiness(t *testing.T) {
+	ts := startServer(t, serverSetup{})
+	for _, u := range []struct {
+		url string
+		c   *http.Client
+	}{{ts.admin, ts.plain}, {ts.url, ts.client}} {
+		resp, err := u.c.Get(u.url + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s/readyz: %d", u.url, resp.StatusCode)
+		}
+	}
+	ts.warmed.Store(false) // as before the warm-up admission
+	resp, err := ts.plain.Get(ts.admin + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "warming up") {
+		t.Errorf("before warm-up: %d %q", resp.StatusCode, body)
+	}
+	if code := getStatus(t, ts.plain, ts.admin+"/healthz"); code != http.StatusOK {
+		t.Errorf("healthz while not ready: %d", code)
+	}
+}
+
+func getStatus(t *testing.T, c *http.Client, url string) int {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
