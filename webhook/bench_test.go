@@ -116,3 +116,71 @@ func benchServer(b *testing.B) *Server {
 	}
 	return s
 }
+
+// TestHandlerAllocations: the handler adds at most two allocations per
+// request to the engine's, even when every admission is logged.
+func TestHandlerAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector")
+	}
+	for _, name := range []string{corpus.Small, corpus.Skip} {
+		t.Run(name, func(t *testing.T) {
+			s := allocServer(t)
+			review := corpus.Review(name)
+			eng := s.state.Load().eng
+			var dst []byte
+			engine := testing.AllocsPerRun(50, func() {
+				dst, _, _ = eng.Admit(dst[:0], review, inject.Options{Profile: "enabled", Deadline: time.Now().Add(time.Second)})
+			})
+			var ctx fasthttp.RequestCtx
+			var req fasthttp.Request
+			req.SetRequestURI("/inject?timeout=10s")
+			req.Header.SetMethod(fasthttp.MethodPost)
+			req.Header.SetContentType("application/json")
+			req.SetBody(review)
+			ctx.Init(&req, nil, nil)
+			handler := testing.AllocsPerRun(50, func() {
+				ctx.Response.Reset()
+				s.handle(&ctx)
+				if ctx.Response.StatusCode() != fasthttp.StatusOK {
+					t.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
+				}
+			})
+			t.Logf("engine %v allocs/op, handler %v allocs/op", engine, handler)
+			if handler > engine+2 {
+				t.Errorf("handler %v allocations per request, engine %v: more than 2 added", handler, engine)
+			}
+		})
+	}
+}
+
+// allocServer is benchServer for tests, logging every admission at debug
+// to a discarding writer (50 runs stay within the sampler's first 100).
+func allocServer(t *testing.T) *Server {
+	t.Helper()
+	certDir := t.TempDir()
+	bundle, err := certgen.Generate(certgen.Options{DNSNames: []string{"localhost"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bundle.Write(certDir); err != nil {
+		t.Fatal(err)
+	}
+	log, lvl, err := NewLogger(io.Discard, "debug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{
+		Override: func(st *Settings) {
+			st.Addr, st.AdminAddr, st.LogLevel = "127.0.0.1:0", "127.0.0.1:0", "debug"
+			st.TLSCert, st.TLSKey = filepath.Join(certDir, certgen.CertFile), filepath.Join(certDir, certgen.KeyFile)
+		},
+		Logger: log, Level: &lvl, Registry: prometheus.NewRegistry(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.release)
+	s.warm(s.state.Load())
+	return s
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"time"
+	"unsafe"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -23,7 +24,8 @@ func NewLogger(w io.Writer, level string) (*zap.Logger, zap.AtomicLevel, error) 
 	al := zap.NewAtomicLevelAt(lvl)
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	enc.EncodeDuration = zapcore.StringDurationEncoder
+	// Seconds as a float: Duration.String would allocate on every line.
+	enc.EncodeDuration = zapcore.SecondsDurationEncoder
 	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(w)), al)
 	core = zapcore.NewSamplerWithOptions(core, time.Second, 100, 100)
 	return zap.New(core), al, nil
@@ -43,9 +45,12 @@ func parseLevel(s string) (zapcore.Level, error) {
 
 // logAdmission writes the one line per admission: skips at debug, the rest
 // at info. Check first, so a sampled-out or disabled line costs nothing.
+//
 // The Result's UID, Namespace and Name alias the request body, which
-// fasthttp reuses once the handler returns; they are copied into strings
-// here because a core may keep fields beyond Write (observers, buffers).
+// fasthttp reuses once the handler returns, and a core may keep fields
+// beyond Write (observers, buffering). So they are copied, into one fresh
+// buffer that is never written again: one allocation for the three
+// strings, one for the fields.
 func logAdmission(log *zap.Logger, res *inject.Result, d time.Duration) {
 	lvl := zapcore.InfoLevel
 	if res.Decision == inject.DecisionSkip {
@@ -55,10 +60,14 @@ func logAdmission(log *zap.Logger, res *inject.Result, d time.Duration) {
 	if ce == nil {
 		return
 	}
+	buf := make([]byte, 0, len(res.UID)+len(res.Namespace)+len(res.Name))
+	buf = append(append(append(buf, res.UID...), res.Namespace...), res.Name...)
+	uid, rest := buf[:len(res.UID)], buf[len(res.UID):]
+	ns, pod := rest[:len(res.Namespace)], rest[len(res.Namespace):]
 	ce.Write(
-		zap.String("uid", string(res.UID)),
-		zap.String("namespace", string(res.Namespace)),
-		zap.String("pod", string(res.Name)),
+		zap.String("uid", bytesString(uid)),
+		zap.String("namespace", bytesString(ns)),
+		zap.String("pod", bytesString(pod)),
 		zap.String("profile", res.Profile),
 		zap.String("decision", res.Decision.String()),
 		zap.String("reason", res.Reason.String()),
@@ -67,3 +76,6 @@ func logAdmission(log *zap.Logger, res *inject.Result, d time.Duration) {
 		zap.Bool("dry_run", res.DryRun),
 	)
 }
+
+// bytesString views b as a string without copying; b must never change.
+func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

@@ -123,7 +123,7 @@ func TestAdmissionLog(t *testing.T) {
 	if ops, _ := inj["patch_ops"].(float64); ops < 1 {
 		t.Errorf("patch_ops %v", inj["patch_ops"])
 	}
-	if _, ok := inj["duration"].(string); !ok {
+	if d, ok := inj["duration"].(float64); !ok || d <= 0 {
 		t.Errorf("duration %v", inj["duration"])
 	}
 	if skip["level"] != "debug" || skip["decision"] != "skip" || skip["reason"] != "opted-out" {
