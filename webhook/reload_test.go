@@ -120,3 +120,42 @@ func TestConfigReload(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplatesReloadConfigMapSwap: a templates directory mounted from a
+// ConfigMap changes by swapping the ..data symlink; that is seen too.
+func TestTemplatesReloadConfigMapSwap(t *testing.T) {
+	dir := t.TempDir()
+	configMapVersion(t, dir, "..v1", extraTemplate(t, "registry.local/extra:1"))
+	if err := os.Symlink(filepath.Join("..data", "extra.yaml"), filepath.Join(dir, "extra.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, serverSetup{configYAML: extraConfig, override: func(s *Settings) { s.TemplatesDir = dir }})
+	if !servesImage(t, ts, "registry.local/extra:1") {
+		t.Fatal("initial template not served")
+	}
+	configMapVersion(t, dir, "..v2", extraTemplate(t, "registry.local/extra:2"))
+	for !servesImage(t, ts, "registry.local/extra:2") {
+		if err := waitEvent(t, ts.reloads, "templates"); err != nil {
+			t.Fatalf("reload after the ..data swap: %v", err)
+		}
+	}
+}
+
+// configMapVersion writes extra.yaml into dir/version and points ..data
+// at it atomically, as the kubelet updates a mounted ConfigMap.
+func configMapVersion(t *testing.T, dir, version, extra string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, version), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, version, "extra.yaml"), []byte(extra), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "..data_tmp")
+	if err := os.Symlink(version, tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+}
