@@ -81,4 +81,3 @@ and exits 0.`,
 	f.StringVar(&flags.LogLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }
-
