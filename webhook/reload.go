@@ -80,6 +80,11 @@ func (s *Server) tryReload() error {
 	if err != nil {
 		return err
 	}
+	// The new engine answers the sample review before it takes traffic:
+	// that warms its caches and rejects a set that cannot serve.
+	if err := warmUp(st.eng); err != nil {
+		return err
+	}
 	old := s.state.Load()
 	if restartOnly(old.settings) != restartOnly(st.settings) {
 		s.log.Warn("server settings other than budget, timeoutMargin, maxInFlight and logLevel changed; they apply at the next restart")
@@ -94,7 +99,9 @@ func (s *Server) tryReload() error {
 		s.opts.Level.SetLevel(lvl)
 	}
 	s.state.Store(st)
-	s.warm(st)
+	if !s.warmed.Swap(true) {
+		s.log.Info("warmed up; ready")
+	}
 	s.log.Info("configuration reloaded", zap.Strings("templates", l.set.Names()),
 		zap.String("default_profile", st.eng.DefaultProfile()))
 	return nil
