@@ -21,6 +21,14 @@ func TestShutdownDrains(t *testing.T) {
 	review := corpus.Review(corpus.Small)
 	const inFlight = 3
 
+	// An idle keep-alive connection: shutdown must close it rather than
+	// wait out the idle timeout.
+	idle := newClient(ts.caPool, nil)
+	defer idle.CloseIdleConnections()
+	if code, _ := doPost(t, idle, ts.url+"/inject", "application/json", review); code != http.StatusOK {
+		t.Fatalf("status %d", code)
+	}
+
 	clock.hold(inFlight)
 	codes := make([]int, inFlight)
 	var wg sync.WaitGroup
@@ -60,6 +68,9 @@ func TestShutdownDrains(t *testing.T) {
 	}
 	if err := ts.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
+	}
+	if logs := ts.logs.String(); strings.Contains(logs, "grace period over") || !strings.Contains(logs, "shut down cleanly") {
+		t.Errorf("shutdown did not complete within the grace period:\n%s", logs)
 	}
 }
 
