@@ -133,8 +133,9 @@ func (s *Server) inject(ctx *fasthttp.RequestCtx, profileName []byte) {
 		return
 	}
 	ctx.SetContentTypeBytes(jsonType)
-	rb.b = ctx.Response.SwapBody(out)
-	s.bufs.put(rb)
+	rb.b = out
+	ctx.Response.SetBodyRaw(out)
+	ctx.SetUserValue(respBufKey, rb) // closed, so pooled again, after the write
 
 	d := s.now().Sub(start)
 	s.metrics.observe(st.bind, &res, d.Seconds())

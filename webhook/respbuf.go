@@ -2,17 +2,28 @@ package webhook
 
 import "sync"
 
-// respBuf carries a response buffer through a sync.Pool (a pointer, so
-// Put does not allocate).
+// respBuf is a pooled response buffer.
 //
-// Lifetime: the handler takes a respBuf, the engine appends the response
-// to b, and the handler hands those bytes to fasthttp with
-// Response.SwapBody, which gives back the response's previous body buffer.
-// That previous buffer, emptied, goes back into the pool. So the bytes the
-// engine wrote belong to fasthttp from the swap on (it writes them after
-// the handler returns and reuses the buffer for a later response), and the
-// handler never touches them again.
-type respBuf struct{ b []byte }
+// Lifetime: the handler takes one from the pool and the engine appends the
+// response to b. The handler hands those bytes to fasthttp without a copy
+// (Response.SetBodyRaw) and parks the respBuf in the request's user
+// values. fasthttp writes the response after the handler returns, then
+// resets the request, which closes its user values: Close empties the
+// buffer and returns it to the pool. So between the handler's return and
+// that reset the bytes belong to fasthttp, and nothing else touches them.
+type respBuf struct {
+	b    []byte
+	pool *respPool
+}
+
+// respBufKey is the user-value key the buffer is parked under.
+const respBufKey = "graft.respBuf"
+
+// Close returns the buffer to its pool (fasthttp calls it on reset).
+func (rb *respBuf) Close() error {
+	rb.pool.put(rb)
+	return nil
+}
 
 // maxPooledResp keeps rare huge responses from pinning memory in the pool.
 const maxPooledResp = 1 << 20
@@ -20,7 +31,9 @@ const maxPooledResp = 1 << 20
 type respPool struct{ p sync.Pool }
 
 func newRespPool() *respPool {
-	return &respPool{p: sync.Pool{New: func() any { return &respBuf{b: make([]byte, 0, 16<<10)} }}}
+	rp := &respPool{}
+	rp.p.New = func() any { return &respBuf{b: make([]byte, 0, 16<<10), pool: rp} }
+	return rp
 }
 
 func (rp *respPool) get() *respBuf { return rp.p.Get().(*respBuf) }
