@@ -3,23 +3,16 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -269,51 +262,6 @@ func labelsMatch(got []*dto.LabelPair, want map[string]string) bool {
 	return n == len(want)
 }
 
-// pki issues client certificates for the mTLS tests (certgen issues
-// serving certificates only).
-type pki struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newPKI(t *testing.T, name string) *pki {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &pki{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-func (p *pki) clientCert(t *testing.T, cn string) *tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.cert, &key.PublicKey, p.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
-
 // syncBuffer collects log output written from server goroutines.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -346,60 +294,4 @@ func (s *syncBuffer) lines(t *testing.T, msg string) []map[string]any {
 		}
 	}
 	return out
-}
-
-// gateClock is a test clock. Armed with hold(n), the next n calls block
-// until release: a request is then provably in flight inside the handler.
-// With jump set, every call advances time by jump, so any deadline passes.
-type gateClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	jump    time.Duration
-	holds   int
-	entered chan struct{}
-	gate    chan struct{}
-	panics  atomic.Bool
-}
-
-func newGateClock() *gateClock {
-	return &gateClock{now: time.Unix(1_800_000_000, 0), entered: make(chan struct{}, 64), gate: make(chan struct{})}
-}
-
-func (c *gateClock) Now() time.Time {
-	if c.panics.CompareAndSwap(true, false) {
-		panic("test clock exploded")
-	}
-	c.mu.Lock()
-	held := c.holds > 0
-	if held {
-		c.holds--
-	}
-	gate := c.gate
-	c.now = c.now.Add(c.jump)
-	now := c.now
-	c.mu.Unlock()
-	if held {
-		c.entered <- struct{}{}
-		<-gate
-	}
-	return now
-}
-
-func (c *gateClock) hold(n int) {
-	c.mu.Lock()
-	c.holds = n
-	c.gate = make(chan struct{})
-	c.mu.Unlock()
-}
-
-func (c *gateClock) release() {
-	c.mu.Lock()
-	close(c.gate)
-	c.mu.Unlock()
-}
-
-func (c *gateClock) setJump(d time.Duration) {
-	c.mu.Lock()
-	c.jump = d
-	c.mu.Unlock()
 }

@@ -72,7 +72,15 @@ func (s *Server) reload() {
 }
 
 func (s *Server) tryReload() error {
-	l, err := load(s.opts.ConfigPath, s.opts.Override)
+	// The templates directory is the one being watched: a new one in the
+	// file applies at the next restart, like the other listener settings.
+	dir := s.state.Load().settings.TemplatesDir
+	l, err := load(s.opts.ConfigPath, func(st *Settings) {
+		if s.opts.Override != nil {
+			s.opts.Override(st)
+		}
+		st.TemplatesDir = dir
+	})
 	if err != nil {
 		return err
 	}
