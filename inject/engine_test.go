@@ -199,7 +199,7 @@ func TestPlanCacheServesRepeatedOverrides(t *testing.T) {
 	if len(e.impl.plans.m) != before || before != 1 {
 		t.Errorf("plan cache has %d entries, want 1", len(e.impl.plans.m))
 	}
-	if allocs != 0 {
+	if allocs != 0 && !raceEnabled {
 		t.Errorf("cached override path: %v allocations, want 0", allocs)
 	}
 }
