@@ -3,6 +3,7 @@ package webhook
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -230,4 +231,34 @@ func allocServer(t *testing.T) *Server {
 	t.Cleanup(s.release)
 	s.warm(s.state.Load())
 	return s
+}
+
+// BenchmarkServeTLS is BenchmarkServe over real TLS on loopback: one
+// keep-alive connection, the listener and settings `graft serve` uses.
+func BenchmarkServeTLS(b *testing.B) {
+	for _, name := range []string{corpus.Small, corpus.Large} {
+		b.Run(name, func(b *testing.B) {
+			s := benchServer(b)
+			done := make(chan error, 1)
+			go func() { done <- s.tlsSrv.Serve(s.tlsLn) }()
+			b.Cleanup(func() {
+				_ = s.tlsSrv.Shutdown()
+				<-done
+			})
+			conn, err := tls.Dial("tcp", s.Addr().String(), &tls.Config{InsecureSkipVerify: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Close()
+			review := corpus.Review(name)
+			c := newRawClient(conn, review)
+			b.SetBytes(int64(len(review)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.roundTrip(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -36,7 +36,7 @@ type Settings struct {
 	// MaxBodyBytes is the largest request body read; larger ones get 413.
 	MaxBodyBytes int `json:"maxBodyBytes,omitempty"`
 	// MaxInFlight sheds requests beyond this many in the engine at once,
-	// answering them per the profile's failure mode. 0: no limit.
+	// answering them per the profile's failure mode. 0: the default.
 	MaxInFlight int `json:"maxInFlight,omitempty"`
 	// TLSMinVersion is "1.2" or "1.3".
 	TLSMinVersion string   `json:"tlsMinVersion,omitempty"`

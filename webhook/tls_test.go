@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,5 +189,23 @@ func getOK(t *testing.T, c *http.Client, url string) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %d", url, resp.StatusCode)
+	}
+}
+
+// TestCertReloadBadPairKeepsServing: a certificate file that does not load
+// is logged and the current certificate keeps serving.
+func TestCertReloadBadPairKeepsServing(t *testing.T) {
+	ts := startServer(t, serverSetup{})
+	before := serial(t, ts)
+	writeFile(t, filepath.Join(ts.certDir, certgen.CertFile), "not a certificate\n")
+	if err := waitEvent(t, ts.certEvs, "certificate"); err == nil {
+		t.Fatal("garbage certificate loaded")
+	}
+	if after := serial(t, ts); after.Cmp(before) != 0 {
+		t.Fatalf("serial changed to %v", after)
+	}
+	getOK(t, ts.client, ts.url+"/healthz")
+	if !strings.Contains(ts.logs.String(), "certificate reload failed; keeping the current one") {
+		t.Error("failure not logged")
 	}
 }
