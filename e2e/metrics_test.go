@@ -15,9 +15,9 @@ import (
 )
 
 const (
-	graftRequestsMetric  = "graft_admission_requests_total"
-	webhookDurationKey   = "apiserver_admission_webhook_admission_duration_seconds"
-	maxMetricsBody int64 = 32 << 20
+	graftRequestsMetric       = "graft_admission_requests_total"
+	webhookDurationKey        = "apiserver_admission_webhook_admission_duration_seconds"
+	maxMetricsBody      int64 = 32 << 20
 )
 
 func scrape(t *testing.T, c *http.Client, url, token string) map[string]*dto.MetricFamily {

@@ -35,15 +35,15 @@ func TestUnlabelledNamespaceNeverCallsGraft(t *testing.T) {
 // namespace is stored untouched.
 func TestPodOptOut(t *testing.T) {
 	ns := optedIn(t, "e2e-optout")
+	// The same Pod without the label, in the same namespace, is injected:
+	// the label alone makes the difference.
+	createPod(t, ns, simplePod("opted-in"))
+	requireAgentInjected(t, getPod(t, ns, "opted-in"))
+
 	p := simplePod("opted-out")
 	p.Labels = map[string]string{cluster.InjectLabel: "false"}
 	createPod(t, ns, p)
 	requireUntouched(t, getPod(t, ns, "opted-out"))
-
-	// The same Pod without the label, in the same namespace, is injected:
-	// the label alone made the difference.
-	createPod(t, ns, simplePod("opted-in"))
-	requireAgentInjected(t, getPod(t, ns, "opted-in"))
 }
 
 // Scenario 4: kube-system and graft's own namespace are never injected,
