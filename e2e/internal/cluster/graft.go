@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -29,21 +30,15 @@ type graftServer struct {
 
 func newGraft(bin, dir string, config []byte) (*graftServer, error) {
 	certDir := filepath.Join(dir, "graft-certs")
-	b, err := certgen.Generate(certgen.Options{
-		DNSNames: []string{"localhost"},
-		IPs:      []net.IP{net.IPv4(127, 0, 0, 1)},
-	})
+	ca, err := graftCerts(bin, certDir)
 	if err != nil {
-		return nil, fmt.Errorf("graft certificates: %w", err)
-	}
-	if err := b.Write(certDir); err != nil {
-		return nil, fmt.Errorf("graft certificates: %w", err)
+		return nil, err
 	}
 	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	g := &graftServer{bin: bin, dir: dir, CA: b.CACert, Addr: hostPort(ports[0]), AdminAddr: hostPort(ports[1])}
+	g := &graftServer{bin: bin, dir: dir, CA: ca, Addr: hostPort(ports[0]), AdminAddr: hostPort(ports[1])}
 	g.args = []string{"serve",
 		"--addr=" + g.Addr,
 		"--admin-addr=" + g.AdminAddr,
@@ -58,6 +53,35 @@ func newGraft(bin, dir string, config []byte) (*graftServer, error) {
 		g.args = append(g.args, "--config="+g.configPath)
 	}
 	return g, nil
+}
+
+// graftCerts writes a CA and a serving certificate for 127.0.0.1 into dir
+// the way users make them, with `graft certs`, and returns the CA. Until
+// that subcommand exists it uses the same generator directly.
+func graftCerts(bin, dir string) ([]byte, error) {
+	out, err := exec.Command(bin, "certs", "--out", dir, "--ip", "127.0.0.1", "--dns", "localhost").CombinedOutput()
+	switch {
+	case err == nil:
+	case strings.Contains(string(out), "not implemented"):
+		b, err := certgen.Generate(certgen.Options{
+			DNSNames: []string{"localhost"},
+			IPs:      []net.IP{net.IPv4(127, 0, 0, 1)},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("graft certificates: %w", err)
+		}
+		if err := b.Write(dir); err != nil {
+			return nil, fmt.Errorf("graft certificates: %w", err)
+		}
+		return b.CACert, nil
+	default:
+		return nil, fmt.Errorf("graft certs: %w\n%s", err, out)
+	}
+	ca, err := os.ReadFile(filepath.Join(dir, certgen.CAFile))
+	if err != nil {
+		return nil, fmt.Errorf("graft certs: %w", err)
+	}
+	return ca, nil
 }
 
 // start runs graft and waits until it is ready on both ports.
