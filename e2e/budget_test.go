@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	regv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -14,8 +15,10 @@ import (
 func TestHugePodWithinOneSecondTimeout(t *testing.T) {
 	ns := newNamespace(t, "e2e-budget", nil)
 	hook := scopedGraftWebhook("budget.e2e.graft.dev", ns, "/inject")
-	one := int32(1)
-	hook.TimeoutSeconds = &one
+	// Fail, so that running out of time refuses the Pod instead of
+	// passing it through unnoticed.
+	one, fail := int32(1), regv1.Fail
+	hook.TimeoutSeconds, hook.FailurePolicy = &one, &fail
 	registerWebhooks(t, "graft-e2e-budget", hook)
 	if err := env.waitInjecting(t.Context(), ns); err != nil {
 		t.Fatal(err)
@@ -33,6 +36,8 @@ func TestHugePodWithinOneSecondTimeout(t *testing.T) {
 	}
 	took := time.Since(start)
 	got := getPod(t, ns, "huge")
+	// graft must inject it, not give up on its budget and let it through
+	// (decision fail-open, reason budget-exceeded in its log).
 	requireAgentInjected(t, got)
 	if n := len(got.Spec.Containers[0].Env); n != envVars+1 {
 		t.Fatalf("app container has %d env vars, want %d (all of its own plus graft's)", n, envVars+1)

@@ -203,6 +203,15 @@ func (a *applier) applyAll(t *testing.T, data []byte) {
 			}
 			r = a.dyn.Resource(m.Resource).Namespace(ns)
 		}
+		// The harness registered graft under the shipped names already; a
+		// dry-run apply would merge into that object rather than check the
+		// manifest, so it is checked under a name of its own.
+		if o.GetKind() != "Namespace" {
+			if _, err := r.Get(t.Context(), o.GetName(), metav1.GetOptions{}); err == nil {
+				o = o.DeepCopy()
+				o.SetName(o.GetName() + "-e2e-check")
+			}
+		}
 		_, err = r.Apply(t.Context(), o.GetName(), o, metav1.ApplyOptions{
 			FieldManager: "graft-e2e", Force: true, DryRun: []string{metav1.DryRunAll},
 		})
