@@ -136,8 +136,12 @@ func printDecisions(out io.Writer, log, pod string) {
 			continue
 		}
 		found = true
+		d := entry["duration"]
+		if secs, ok := d.(float64); ok { // zap writes durations as seconds
+			d = time.Duration(secs * float64(time.Second))
+		}
 		fmt.Fprintf(out, "  decision=%v reason=%v profile=%v patch_ops=%v duration=%v\n",
-			entry["decision"], entry["reason"], entry["profile"], entry["patch_ops"], entry["duration"])
+			entry["decision"], entry["reason"], entry["profile"], entry["patch_ops"], d)
 	}
 	if !found {
 		fmt.Fprintf(out, "  (graft logged no line for Pod %s; the status annotation above is its record)\n", pod)
