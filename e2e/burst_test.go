@@ -72,12 +72,12 @@ func TestBurst(t *testing.T) {
 		}
 	}
 
-	h := webhookDurations(t, graftWebhookName()).minus(before)
-	if h.total < pods {
-		t.Fatalf("the API server recorded %g calls to %s, want at least %d: %s", h.total, graftWebhookName(), pods, h)
+	h := webhookDurations(t, graftWebhookName()).Minus(before)
+	if h.Total < pods {
+		t.Fatalf("the API server recorded %g calls to %s, want at least %d: %s", h.Total, graftWebhookName(), pods, h)
 	}
-	p50, err50 := h.quantile(0.50)
-	p99, err99 := h.quantile(0.99)
+	p50, err50 := h.Quantile(0.50)
+	p99, err99 := h.Quantile(0.99)
 	if err := errors.Join(err50, err99); err != nil {
 		t.Fatal(err)
 	}

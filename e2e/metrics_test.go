@@ -1,17 +1,16 @@
 package e2e
 
 import (
-	"fmt"
 	"io"
-	"math"
 	"net/http"
-	"sort"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/graftdev/graft/e2e/internal/histo"
 )
 
 const (
@@ -64,99 +63,17 @@ func graftRequests(t *testing.T) float64 {
 	return sum
 }
 
-// histogram is a cumulative Prometheus histogram: bucket upper bounds and
-// the number of observations at or below each.
-type histogram struct {
-	bounds []float64
-	counts []float64
-	total  float64
-}
-
 // webhookDurations reads the API server's admission-duration histogram for
 // the mutating webhook named name, summed over its other labels.
-func webhookDurations(t *testing.T, name string) histogram {
+func webhookDurations(t *testing.T, name string) histo.Histogram {
 	t.Helper()
 	c, token := env.cluster.APIServerHTTP()
 	mfs := scrape(t, c, env.cluster.APIServerURL()+"/metrics", token)
 	mf, ok := mfs[webhookDurationKey]
 	if !ok {
-		return histogram{}
+		return histo.Histogram{}
 	}
-	byBound := map[float64]float64{}
-	var h histogram
-	for _, m := range mf.GetMetric() {
-		if label(m, "name") != name || label(m, "type") != "admit" {
-			continue
-		}
-		for _, b := range m.GetHistogram().GetBucket() {
-			byBound[b.GetUpperBound()] += float64(b.GetCumulativeCount())
-		}
-		h.total += float64(m.GetHistogram().GetSampleCount())
-	}
-	for b := range byBound {
-		h.bounds = append(h.bounds, b)
-	}
-	sort.Float64s(h.bounds)
-	for _, b := range h.bounds {
-		h.counts = append(h.counts, byBound[b])
-	}
-	return h
-}
-
-func label(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
-}
-
-// minus is h - before: the observations made between two scrapes.
-func (h histogram) minus(before histogram) histogram {
-	out := histogram{bounds: h.bounds, counts: make([]float64, len(h.counts)), total: h.total - before.total}
-	prev := map[float64]float64{}
-	for i, b := range before.bounds {
-		prev[b] = before.counts[i]
-	}
-	for i, b := range h.bounds {
-		out.counts[i] = h.counts[i] - prev[b]
-	}
-	return out
-}
-
-// quantile estimates the q-quantile by linear interpolation inside the
-// bucket that holds it, as Prometheus's histogram_quantile does.
-func (h histogram) quantile(q float64) (float64, error) {
-	if h.total <= 0 || len(h.bounds) == 0 {
-		return 0, fmt.Errorf("no observations")
-	}
-	rank := q * h.total
-	lower, below := 0.0, 0.0
-	for i, b := range h.bounds {
-		if h.counts[i] >= rank {
-			if math.IsInf(b, +1) {
-				return lower, nil // beyond the last finite bound: report it
-			}
-			in := h.counts[i] - below
-			if in <= 0 {
-				return b, nil
-			}
-			return lower + (b-lower)*(rank-below)/in, nil
-		}
-		lower, below = b, h.counts[i]
-	}
-	return lower, nil
-}
-
-func (h histogram) String() string {
-	s := ""
-	prev := 0.0
-	for i, b := range h.bounds {
-		if n := h.counts[i] - prev; n > 0 {
-			s += fmt.Sprintf(" le=%g:%g", b, n)
-		}
-		prev = h.counts[i]
-	}
-	return fmt.Sprintf("%g observations;%s", h.total, s)
+	return histo.FromFamily(mf, func(m *dto.Metric) bool {
+		return histo.Label(m, "name") == name && histo.Label(m, "type") == "admit"
+	})
 }
