@@ -116,7 +116,8 @@ func (g *graftServer) stop() error {
 	if g.proc == nil {
 		return nil
 	}
-	return g.proc.stop(10 * time.Second)
+	// More than graft's own drain grace, so a clean shutdown is never cut short.
+	return g.proc.stop(30 * time.Second)
 }
 
 func getOK(ctx context.Context, c *http.Client, url string) error {
