@@ -76,9 +76,18 @@ func TestDeployManifestsApply(t *testing.T) {
 		})
 	}
 	t.Run("graft-inject", func(t *testing.T) {
+		cfg, err := graftConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		configFile := filepath.Join(t.TempDir(), "config.yaml")
+		if err := os.WriteFile(configFile, cfg, 0o600); err != nil {
+			t.Fatal(err)
+		}
 		for name, manifest := range map[string]string{"deployment": deploymentYAML, "cronjob": cronJobYAML} {
 			t.Run(name, func(t *testing.T) {
-				cmd := exec.Command(graftBin(t), "inject", "-f", "-")
+				// The suite's configuration, as graft serve runs with it.
+				cmd := exec.Command(graftBin(t), "inject", "--config", configFile, "-f", "-")
 				cmd.Stdin = strings.NewReader(manifest)
 				var stderr bytes.Buffer
 				cmd.Stderr = &stderr

@@ -28,14 +28,22 @@ type suite struct {
 // template, so each can be injected on its own (/inject/<profile>).
 func templateProfile(tpl string) string { return "e2e-" + tpl }
 
-// graftConfig is graft's default configuration plus one profile per
-// built-in template.
+// graftConfig is the configuration the engine's golden corpus is written
+// against (inject's goldenConfig: the shipped profiles, the agent template
+// as the default profile served on /inject, and two profiles exercising
+// options), plus one profile per built-in template. The suite's
+// expectations therefore do not move when the catalogue or the shipped
+// default profile changes.
 func graftConfig() ([]byte, error) {
 	set, err := templates.Builtin()
 	if err != nil {
 		return nil, fmt.Errorf("built-in templates: %w", err)
 	}
 	cfg := inject.DefaultConfig()
+	cfg.DefaultProfile = "agent"
+	cfg.Profiles["agent"] = inject.Profile{Templates: []string{"agent"}}
+	cfg.Profiles["lenient"] = inject.Profile{Templates: []string{"agent"}, OnInvalidParams: inject.InvalidUseDefault}
+	cfg.Profiles["hostnet"] = inject.Profile{Templates: []string{"agent"}, InjectHostNetwork: true}
 	for _, name := range set.Names() {
 		cfg.Profiles[templateProfile(name)] = inject.Profile{Templates: []string{name}}
 	}
