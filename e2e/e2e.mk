@@ -34,7 +34,7 @@ E2E_ENV := GRAFT_E2E_KUBE_APISERVER=$(E2E_APISERVER) \
 
 ## e2e: the end-to-end suite against a real kube-apiserver and etcd.
 e2e: e2e-deps
-	cd e2e && $(E2E_ENV) $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -run '$(E2E_RUN)' -v ./...
+	cd e2e && $(E2E_ENV) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) -run '$(E2E_RUN)' -v ./...
 
 ## demo: etcd + kube-apiserver + graft on loopback, one Pod injected, torn down.
 demo: e2e-deps

@@ -53,8 +53,8 @@ func runMain(m *testing.M) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: start:", err)
 	} else {
-		fmt.Printf("e2e: etcd, kube-apiserver and graft ready in %s (wiring: %v)\n",
-			time.Since(start).Round(time.Millisecond), s.shipped.Sources)
+		fmt.Printf("e2e: etcd, kube-apiserver %s and graft ready in %s (wiring: %v)\n",
+			s.serverVersion, time.Since(start).Round(time.Millisecond), s.shipped.Sources)
 		env = s
 		code = m.Run()
 	}

@@ -22,6 +22,8 @@ type suite struct {
 	shipped   *cluster.Shipped
 	webhook   *admissionv1.MutatingWebhookConfiguration // as registered
 	templates []string                                  // built-in template names
+	// serverVersion is what kube-apiserver reports, e.g. v1.36.3.
+	serverVersion string
 }
 
 // templateProfile is the profile the suite's config adds for each built-in
@@ -58,6 +60,11 @@ func startSuite(ctx context.Context, opts cluster.Options) (*suite, error) {
 		return s, err
 	}
 	s.client = s.cluster.Client
+	v, err := s.client.Discovery().ServerVersion()
+	if err != nil {
+		return s, fmt.Errorf("server version: %w", err)
+	}
+	s.serverVersion = v.GitVersion
 	set, err := templates.Builtin()
 	if err != nil {
 		return s, err
