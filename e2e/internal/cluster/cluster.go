@@ -37,17 +37,17 @@ func OptionsFromEnv() (Options, error) {
 		Graft:         os.Getenv("GRAFT_E2E_GRAFT"),
 	}
 	var errs []error
-	for env, path := range map[string]string{
-		"GRAFT_E2E_ETCD":           o.Etcd,
-		"GRAFT_E2E_KUBE_APISERVER": o.KubeAPIServer,
-		"GRAFT_E2E_GRAFT":          o.Graft,
+	for _, b := range []struct{ env, path string }{
+		{"GRAFT_E2E_ETCD", o.Etcd},
+		{"GRAFT_E2E_KUBE_APISERVER", o.KubeAPIServer},
+		{"GRAFT_E2E_GRAFT", o.Graft},
 	} {
-		if path == "" {
-			errs = append(errs, fmt.Errorf("%s is not set", env))
+		if b.path == "" {
+			errs = append(errs, fmt.Errorf("%s is not set", b.env))
 			continue
 		}
-		if _, err := os.Stat(path); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", env, err))
+		if _, err := os.Stat(b.path); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", b.env, err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
