@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -71,7 +72,10 @@ func runMain(m *testing.M) int {
 	if code == 0 {
 		os.RemoveAll(dir)
 	} else {
-		fmt.Fprintln(os.Stderr, "e2e: state and full logs kept in", dir)
+		// Keep the logs and certificates, not etcd's preallocated data
+		// (tens of MB, on tmpfs when /dev/shm is used).
+		os.RemoveAll(filepath.Join(dir, "etcd-data"))
+		fmt.Fprintln(os.Stderr, "e2e: full logs kept in", dir)
 	}
 	return code
 }
