@@ -1,5 +1,88 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"errors"
+	"fmt"
 
-func newInjectCmd() *cobra.Command { return notYet("inject") }
+	"github.com/spf13/cobra"
+
+	"github.com/graftdev/graft/inject"
+)
+
+// offlineFlags are shared by the subcommands that run the engine offline.
+type offlineFlags struct {
+	files        []string
+	profile      string
+	config       string
+	templatesDir string
+	namespace    string
+	output       string
+}
+
+func (f *offlineFlags) register(cmd *cobra.Command, defaultOutput string) {
+	fl := cmd.Flags()
+	fl.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory of manifests, or - for stdin (repeatable)")
+	fl.StringVar(&f.profile, "profile", "", "profile to inject with (default: the configuration's default profile)")
+	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve")
+	fl.StringVar(&f.templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
+	fl.StringVarP(&f.namespace, "namespace", "n", "", `namespace for objects that name none (default "default")`)
+	fl.StringVarP(&f.output, "output", "o", defaultOutput, "output format")
+	_ = cmd.MarkFlagRequired("filename")
+}
+
+func newInjectCmd() *cobra.Command {
+	var f offlineFlags
+	cmd := &cobra.Command{
+		Use:   "inject -f FILE|DIR|- [flags]",
+		Short: "Inject sidecars into the Pods and Pod templates of manifests, as the webhook would",
+		Long: `inject reads Kubernetes manifests (multi-document YAML or JSON) and injects
+into every Pod and into the Pod templates of Deployments, StatefulSets,
+DaemonSets, ReplicaSets, ReplicationControllers, Jobs and CronJobs, with the
+engine and configuration graft serve uses. Other objects pass through
+unchanged, in order. Nothing is written unless every document succeeds.
+Running inject on its own output changes nothing.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(f.output, "yaml", "json"); err != nil {
+				return err
+			}
+			engine, err := newOfflineEngine(f.config, f.templatesDir, f.profile)
+			if err != nil {
+				return err
+			}
+			docs, err := readDocuments(f.files, cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			a := &admitter{engine: engine, opts: inject.Options{Profile: f.profile}, namespace: f.namespace}
+			var errs []error
+			for _, d := range docs {
+				spots, err := findPods(d)
+				if err != nil {
+					errs = append(errs, &docError{source: d.source, index: d.index, err: err})
+					continue
+				}
+				for _, s := range spots {
+					warnings, err := a.admit(s)
+					for _, w := range warnings {
+						fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: document %d (%s): %s\n", d.source, d.index, s.what, w)
+					}
+					if err != nil {
+						errs = append(errs, &docError{source: d.source, index: d.index, what: s.what, err: err})
+					}
+				}
+			}
+			if len(errs) > 0 {
+				return errors.Join(errs...)
+			}
+			out, err := encodeDocuments(docs, f.output)
+			if err != nil {
+				return err
+			}
+			_, err = cmd.OutOrStdout().Write(out)
+			return err
+		},
+	}
+	f.register(cmd, "yaml")
+	return cmd
+}
