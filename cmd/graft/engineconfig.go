@@ -109,7 +109,7 @@ func newOfflineEngine(configFile, templatesDir, profile string) (*inject.Engine,
 func readFileLimited(file string, limit int64) ([]byte, error) {
 	f, err := os.Open(file)
 	if err != nil {
-		return nil, err
+		return nil, plainPathError(err)
 	}
 	defer f.Close()
 	return readLimited(f, file, limit)
