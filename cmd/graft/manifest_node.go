@@ -46,6 +46,9 @@ func appendNodeJSON(buf *bytes.Buffer, n *yaml.Node, depth int) error {
 		return errExpanded
 	}
 	switch n.Kind {
+	case 0: // yaml.Unmarshal of nothing
+		buf.WriteString("null")
+		return nil
 	case yaml.DocumentNode:
 		if len(n.Content) == 0 {
 			buf.WriteString("null")
@@ -235,9 +238,19 @@ func decodeJSONNode(dec *json.Decoder, depth int) (*yaml.Node, error) {
 	return nil, fmt.Errorf("unexpected JSON token %v", tok)
 }
 
+// strNode is a string scalar. The encoder quotes strings that YAML 1.2
+// would read as another type, but not those only YAML 1.1 readers (kubectl)
+// would: quote those here so "yes" stays a string.
 func strNode(s string) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+	if _, ok := yaml11Bool(s); ok || base60RE.MatchString(s) {
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	return n
 }
+
+// base60RE matches YAML 1.1 sexagesimal numbers such as 1:30.
+var base60RE = regexp.MustCompile(`^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$`)
 
 // mapGet returns the value of key in mapping m, or nil.
 func mapGet(m *yaml.Node, key string) *yaml.Node {
