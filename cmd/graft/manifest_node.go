@@ -277,6 +277,11 @@ func mapSet(m *yaml.Node, key string, v *yaml.Node) {
 	m.Content = append(m.Content, strNode(key), v)
 }
 
+// mapInsertFirst puts key, which m lacks, first in m.
+func mapInsertFirst(m *yaml.Node, key string, v *yaml.Node) {
+	m.Content = append([]*yaml.Node{strNode(key), v}, m.Content...)
+}
+
 // mapString returns the string value of key in m, or "".
 func mapString(m *yaml.Node, key string) string {
 	if v := mapGet(m, key); v != nil && v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str" {

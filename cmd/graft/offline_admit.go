@@ -183,6 +183,11 @@ func putBack(spot podSpot, patched []byte) error {
 		if ov == nil && nv.Kind == yaml.MappingNode && len(nv.Content) == 0 {
 			continue // the template had no metadata and still needs none
 		}
+		if ov == nil && key == "metadata" {
+			// Where a template's metadata usually is: before its spec.
+			mapInsertFirst(spot.holder, key, nv)
+			continue
+		}
 		mapSet(spot.holder, key, keepOriginal(ov, nv))
 	}
 	return nil
