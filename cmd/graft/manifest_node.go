@@ -27,6 +27,44 @@ const maxDepth = 512
 
 var errExpanded = errors.New("document too large once YAML aliases are expanded")
 
+// checkExpansion refuses a document whose aliases would expand past
+// maxExpandedBytes, estimating the size without expanding anything (each
+// anchored node is measured once), so an alias bomb costs nothing.
+func checkExpansion(n *yaml.Node) error {
+	memo := map[*yaml.Node]int64{}
+	if expandedSize(n, memo, 0) > maxExpandedBytes {
+		return errExpanded
+	}
+	return nil
+}
+
+func expandedSize(n *yaml.Node, memo map[*yaml.Node]int64, depth int) int64 {
+	if n == nil || depth > maxDepth {
+		return 0 // nodeJSON reports the depth
+	}
+	if s, ok := memo[n]; ok {
+		return s
+	}
+	var size int64
+	switch n.Kind {
+	case yaml.AliasNode:
+		size = expandedSize(n.Alias, memo, depth+1)
+	case yaml.ScalarNode:
+		size = int64(len(n.Value)) + 3
+	default:
+		size = 2
+		for _, c := range n.Content {
+			size += expandedSize(c, memo, depth+1) + 1
+			if size > maxExpandedBytes {
+				break
+			}
+		}
+	}
+	size = min(size, maxExpandedBytes+1)
+	memo[n] = size
+	return size
+}
+
 // nodeJSON returns n as compact JSON, with keys in document order. Scalars
 // are typed as kubectl types them (YAML 1.1: plain yes/no/on/off are
 // booleans), so the engine sees what the API server would.

@@ -155,6 +155,9 @@ func parseDocuments(source string, data []byte) ([]*document, error) {
 		doc := &document{source: source, index: i, node: &n}
 		// Check the document converts to JSON (duplicate keys, merge keys,
 		// .inf...) now, so later steps cannot meet a broken document.
+		if err := checkExpansion(&n); err != nil {
+			return nil, &docError{source: source, index: i, err: fmt.Errorf("invalid YAML: %w", err)}
+		}
 		if _, err := nodeJSON(&n); err != nil {
 			return nil, &docError{source: source, index: i, err: fmt.Errorf("invalid YAML: %w", err)}
 		}

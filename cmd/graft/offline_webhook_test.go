@@ -74,10 +74,16 @@ func TestInjectEqualsWebhookPatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, in := range []struct {
+			inputs := []struct {
 				file string
 				data []byte
-			}{{name + ".json", pod}, {name + ".yaml", podYAML}} {
+			}{{name + ".json", pod}, {name + ".yaml", podYAML}}
+			if name == corpus.Huge {
+				// 5,000 env vars: the JSON path alone; the engine's first
+				// patch for a new shape dominates and is the same for both.
+				inputs = inputs[:1]
+			}
+			for _, in := range inputs {
 				path := filepath.Join(dir, in.file)
 				if err := os.WriteFile(path, in.data, 0o644); err != nil {
 					t.Fatal(err)
