@@ -31,14 +31,20 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 		return skip(dst, rv, ReasonNamespaceExcluded, &res), res, nil
 	}
 	p := &s.pod
-	if err := parsePod(rv.object, p); err != nil {
+	if err := parsePodMeta(rv.object, p); err != nil {
 		return dst, Result{}, fmt.Errorf("%w: request.object is not a readable Pod: %w", ErrMalformed, err)
 	}
 	if len(res.Name) == 0 {
 		res.Name = s2b(p.displayName())
 	}
-	if r := decidePod(p, &ps.cfg); r != ReasonNone {
+	if r := decideMeta(p); r != ReasonNone {
 		return skip(dst, rv, r, &res), res, nil
+	}
+	if err := parsePodSpec(p); err != nil {
+		return dst, Result{}, fmt.Errorf("%w: request.object.spec is not a readable Pod spec: %w", ErrMalformed, err)
+	}
+	if p.hostNetwork && !ps.cfg.InjectHostNetwork {
+		return skip(dst, rv, ReasonHostNetwork, &res), res, nil
 	}
 	if e.late(o.Deadline) {
 		return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil
@@ -125,16 +131,13 @@ func decideEnvelope(rv *review) Reason {
 	return ReasonNone
 }
 
-// decidePod applies the policy that needs the Pod.
-func decidePod(p *pod, prof *Profile) Reason {
+// decideMeta applies the policy that needs only the Pod's metadata.
+func decideMeta(p *pod) Reason {
 	if v, ok := p.label(labelInject); ok && v == "false" {
 		return ReasonOptedOut
 	}
 	if _, ok := p.annotation(annotationMirror); ok {
 		return ReasonMirrorPod
-	}
-	if p.hostNetwork && !prof.InjectHostNetwork {
-		return ReasonHostNetwork
 	}
 	return ReasonNone
 }

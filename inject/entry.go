@@ -145,7 +145,7 @@ func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, erro
 		return nil, err
 	}
 	for _, w := range warnings {
-		ent.warnings = append(ent.warnings, appendJSONString(nil, "graft: "+w))
+		ent.warnings = append(ent.warnings, appendJSONString(nil, shortWarning("graft: "+w)))
 	}
 	return ent, nil
 }
@@ -213,4 +213,16 @@ func (e *Engine) buildEntry(ps *profileState, names []string, overrides map[stri
 		return nil, err
 	}
 	return &planEntry{plan: pl, params: sources}, nil
+}
+
+// maxWarning keeps each warning under the 120 characters kubectl shows.
+const maxWarning = 119
+
+// shortWarning cuts w to maxWarning characters, marking the cut.
+func shortWarning(w string) string {
+	r := []rune(w)
+	if len(r) <= maxWarning {
+		return w
+	}
+	return string(r[:maxWarning-1]) + "…"
 }

@@ -1,6 +1,9 @@
 package inject
 
-import "strings"
+import (
+	"errors"
+	"strings"
+)
 
 // Well-known names graft reads on a Pod.
 const (
@@ -24,6 +27,7 @@ const (
 // and maps graft may touch. Strings alias the request body (raw JSON string
 // content). The slices are reused across requests (see scratch).
 type pod struct {
+	spec               string // the spec object's span
 	name, generateName string
 	hostNetwork        bool
 
@@ -96,19 +100,40 @@ func (p *pod) displayName() string {
 	return p.generateName
 }
 
-// parsePod reads the Pod object span.
-func parsePod(obj string, p *pod) error {
+// parsePodMeta reads the Pod's metadata and notes where its spec is, so
+// the policy can skip a Pod on its labels before the spec is read.
+func parsePodMeta(obj string, p *pod) error {
 	p.reset()
 	sc := scanner{s: obj}
-	return eachKey(&sc, func(k string) error {
+	var sawMeta bool
+	err := eachKey(&sc, func(k string) error {
 		switch k {
 		case "metadata":
+			sawMeta = true
 			return parseMetadata(&sc, p)
 		case "spec":
-			return parseSpec(&sc, p)
+			start := sc.i
+			if sc.peek() != '{' {
+				return errSyntax
+			}
+			err := sc.skipComposite()
+			p.spec = obj[start:sc.i]
+			return err
 		}
 		return sc.skip()
 	})
+	if err == nil && (!sawMeta || p.spec == "") {
+		return errNoMetaOrSpec
+	}
+	return err
+}
+
+var errNoMetaOrSpec = errors.New("metadata or spec missing")
+
+// parsePodSpec reads the spec found by parsePodMeta.
+func parsePodSpec(p *pod) error {
+	sc := scanner{s: p.spec}
+	return parseSpec(&sc, p)
 }
 
 // eachKey calls fn for each key of the object at sc, with sc positioned at
