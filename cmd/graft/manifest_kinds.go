@@ -81,18 +81,19 @@ func findPodsIn(obj *yaml.Node, prefix string) ([]podSpot, error) {
 		}
 		spot.holder = next
 	}
-	specPath := "spec"
-	if spot.path != "" {
-		specPath = spot.path + ".spec"
-	}
+	specPath := joinPath(spot.path, "spec")
 	switch spec := mapGet(spot.holder, "spec"); {
 	case spec == nil:
 		return nil, fmt.Errorf("%s%s: %s is missing", prefix, what, specPath)
 	case spec.Kind != yaml.MappingNode:
 		return nil, fmt.Errorf("%s%s: %s is %s, want a mapping", prefix, what, specPath, kindName(spec))
 	}
-	if m := mapGet(spot.holder, "metadata"); m != nil && m.Kind != yaml.MappingNode && m.ShortTag() != "!!null" {
-		return nil, fmt.Errorf("%s%s: metadata is %s, want a mapping", prefix, what, kindName(m))
+	// A template may leave metadata out or null; a Pod needs it for its name.
+	switch m := mapGet(spot.holder, "metadata"); {
+	case m == nil && spot.isPod:
+		return nil, fmt.Errorf("%s%s: metadata is missing", prefix, what)
+	case m != nil && m.Kind != yaml.MappingNode && (spot.isPod || m.ShortTag() != "!!null"):
+		return nil, fmt.Errorf("%s%s: %s is %s, want a mapping", prefix, what, joinPath(spot.path, "metadata"), kindName(m))
 	}
 	spot.what = prefixed(prefix, what)
 	return []podSpot{spot}, nil
@@ -135,4 +136,11 @@ func objectName(meta *yaml.Node) string {
 		return n
 	}
 	return "(unnamed)"
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
 }
