@@ -11,6 +11,7 @@ import (
 // podSpot is a Pod inside a document: the document itself (kind Pod), or
 // the Pod template of a workload.
 type podSpot struct {
+	doc  *document
 	what string // "Deployment web", for messages
 	// holder is the Pod mapping itself, or the template mapping (metadata
 	// and spec) of a workload.
@@ -45,7 +46,11 @@ func findPods(doc *document) ([]podSpot, error) {
 	if root == nil {
 		return nil, nil
 	}
-	return findPodsIn(root, "")
+	spots, err := findPodsIn(root, "")
+	for i := range spots {
+		spots[i].doc = doc
+	}
+	return spots, err
 }
 
 func findPodsIn(obj *yaml.Node, prefix string) ([]podSpot, error) {

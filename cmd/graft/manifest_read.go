@@ -23,6 +23,10 @@ type document struct {
 	source string // file name, or <stdin>
 	index  int    // 1-based position in source, counting empty documents
 	node   *yaml.Node
+	// text is the document's original YAML, when known; it is written back
+	// as it is unless changed.
+	text    []byte
+	changed bool
 }
 
 // root is the document's top-level node, or nil for an empty document.
@@ -162,6 +166,11 @@ func parseDocuments(source string, data []byte) ([]*document, error) {
 			return nil, &docError{source: source, index: i, err: fmt.Errorf("invalid YAML: %w", err)}
 		}
 		docs = append(docs, doc)
+	}
+	if texts := splitYAMLText(data); len(texts) == len(docs) {
+		for i, d := range docs {
+			d.text = texts[i]
+		}
 	}
 	return docs, nil
 }

@@ -15,18 +15,33 @@ func encodeDocuments(docs []*document, format string) ([]byte, error) {
 	var buf bytes.Buffer
 	switch format {
 	case "yaml":
-		enc := yaml.NewEncoder(&buf)
-		enc.SetIndent(2)
+		first := true
 		for _, d := range docs {
 			if d.root() == nil {
 				continue
 			}
-			if err := enc.Encode(d.node); err != nil {
-				return nil, &docError{source: d.source, index: d.index, err: fmt.Errorf("encode YAML: %w", err)}
+			if d.text != nil && !d.changed {
+				if !first && !isDocumentMarker(d.text) {
+					buf.WriteString("---\n")
+				}
+				buf.Write(d.text)
+				if !bytes.HasSuffix(d.text, []byte("\n")) {
+					buf.WriteByte('\n')
+				}
+			} else {
+				if !first {
+					buf.WriteString("---\n")
+				}
+				enc := yaml.NewEncoder(&buf)
+				enc.SetIndent(2)
+				if err := enc.Encode(d.node); err != nil {
+					return nil, &docError{source: d.source, index: d.index, err: fmt.Errorf("encode YAML: %w", err)}
+				}
+				if err := enc.Close(); err != nil {
+					return nil, err
+				}
 			}
-		}
-		if err := enc.Close(); err != nil {
-			return nil, err
+			first = false
 		}
 	case "json":
 		for _, d := range docs {

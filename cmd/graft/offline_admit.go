@@ -173,6 +173,9 @@ func putBack(spot podSpot, patched []byte) error {
 	if newPod.Kind != yaml.MappingNode {
 		return errors.New("patched Pod is not an object")
 	}
+	if spot.doc != nil {
+		spot.doc.changed = true
+	}
 	if spot.isPod {
 		*spot.holder = *keepOriginal(spot.holder, newPod)
 		return nil
