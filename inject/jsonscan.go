@@ -133,7 +133,13 @@ func (sc *scanner) skipComposite() error {
 	if !ok || len(raw) == 0 {
 		return errSyntax
 	}
-	sc.i = int(uintptr(unsafe.Pointer(unsafe.StringData(raw)))-uintptr(unsafe.Pointer(unsafe.StringData(sc.s)))) + len(raw)
+	// The value must start where the scanner stands and end inside the
+	// text: anything else means sonic read past garbage.
+	start := int(uintptr(unsafe.Pointer(unsafe.StringData(raw))) - uintptr(unsafe.Pointer(unsafe.StringData(sc.s))))
+	if start != sc.i || start+len(raw) > len(sc.s) {
+		return errSyntax
+	}
+	sc.i = start + len(raw)
 	return nil
 }
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/graftdev/graft/bench/corpus"
-	"k8s.io/apimachinery/pkg/api/equality"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 // genPod builds a random Pod as generic JSON: lists and maps absent, null,
