@@ -96,7 +96,6 @@ type explained struct {
 	Message   string                       `json:"message,omitempty"`
 	Patch     json.RawMessage              `json:"patch"`
 	patchOps  []map[string]json.RawMessage `json:"-"`
-	_         struct{}                     `json:"-"`
 }
 
 type explainedParam struct {
