@@ -57,20 +57,9 @@ Running inject on its own output changes nothing.`,
 			a := &admitter{engine: engine, opts: inject.Options{Profile: f.profile}, namespace: f.namespace}
 			var errs []error
 			for _, d := range docs {
-				spots, err := findPods(d)
-				if err != nil {
-					errs = append(errs, &docError{source: d.source, index: d.index, err: err})
-					continue
-				}
-				for _, s := range spots {
-					warnings, err := a.admit(s)
-					for _, w := range warnings {
-						fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: document %d (%s): %s\n", d.source, d.index, s.what, w)
-					}
-					if err != nil {
-						errs = append(errs, &docError{source: d.source, index: d.index, what: s.what, err: err})
-					}
-				}
+				errs = append(errs, a.injectDocument(d, func(what, msg string) {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: document %d (%s): %s\n", d.source, d.index, what, msg)
+				})...)
 			}
 			if len(errs) > 0 {
 				return errors.Join(errs...)

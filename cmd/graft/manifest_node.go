@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -62,6 +63,37 @@ func expandedSize(n *yaml.Node, memo map[*yaml.Node]int64, depth int) int64 {
 	size = min(size, maxExpandedBytes+1)
 	memo[n] = size
 	return size
+}
+
+// expandAliases replaces every alias under n by a copy of what it names
+// and drops anchors, so that no node is shared: graft edits nodes in
+// place, and an edit through one path must not show up at another.
+// checkExpansion bounds the result.
+func expandAliases(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		return expandAliases(copyNode(n.Alias))
+	}
+	n.Anchor = ""
+	for i, c := range n.Content {
+		n.Content[i] = expandAliases(c)
+	}
+	return n
+}
+
+func hasAliases(n *yaml.Node) bool {
+	if n.Kind == yaml.AliasNode {
+		return true
+	}
+	return slices.ContainsFunc(n.Content, hasAliases)
+}
+
+func copyNode(n *yaml.Node) *yaml.Node {
+	c := *n
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, child := range n.Content {
+		c.Content[i] = copyNode(child)
+	}
+	return &c
 }
 
 // nodeJSON returns n as compact JSON, with keys in document order. Scalars

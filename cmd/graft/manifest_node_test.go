@@ -142,3 +142,33 @@ func TestJSONNodeRejects(t *testing.T) {
 		}
 	}
 }
+
+// After expansion no node is reachable twice, so editing one place of a
+// document cannot edit another; the value is the same.
+func TestExpandAliasesUnshares(t *testing.T) {
+	var n yaml.Node
+	if err := yaml.Unmarshal([]byte("a: &c {k: [1, &i {x: 1}]}\nb: *c\nc: [*i, *c]\n"), &n); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := nodeJSON(&n)
+	expandAliases(&n)
+	after, err := nodeJSON(&n)
+	if err != nil || string(after) != string(before) {
+		t.Fatalf("value changed: %s -> %s (%v)", before, after, err)
+	}
+	seen := map[*yaml.Node]bool{}
+	var walk func(*yaml.Node)
+	walk = func(x *yaml.Node) {
+		if seen[x] {
+			t.Fatalf("node at line %d reachable twice", x.Line)
+		}
+		seen[x] = true
+		if x.Kind == yaml.AliasNode || x.Anchor != "" {
+			t.Fatalf("alias or anchor left at line %d", x.Line)
+		}
+		for _, c := range x.Content {
+			walk(c)
+		}
+	}
+	walk(&n)
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	yaml "go.yaml.in/yaml/v3"
@@ -88,39 +89,78 @@ func (a *admitter) review(spot podSpot, pod []byte) ([]byte, error) {
 	return json.Marshal(&rev)
 }
 
-// admit injects into the Pod at spot, in place, and returns the warnings
-// the webhook would show.
-func (a *admitter) admit(spot podSpot) ([]string, error) {
+// injectDocument injects into every Pod of d, in place, calling warn with
+// each warning the webhook would show. Errors name the document.
+func (a *admitter) injectDocument(d *document, warn func(what, msg string)) []error {
+	spots, err := findPods(d)
+	if err != nil {
+		return []error{&docError{source: d.source, index: d.index, err: err}}
+	}
+	var errs []error
+	patched := make([][]byte, len(spots))
+	for i, s := range spots {
+		p, warnings, err := a.admit(s)
+		for _, w := range warnings {
+			warn(s.what, w)
+		}
+		if err != nil {
+			errs = append(errs, &docError{source: d.source, index: d.index, what: s.what, err: err})
+		}
+		patched[i] = p
+	}
+	if len(errs) > 0 || !slices.ContainsFunc(patched, func(p []byte) bool { return p != nil }) {
+		return errs
+	}
+	// Edits happen in place: a node shared through a YAML alias would
+	// change everywhere it appears, so unshare first (the value is the
+	// same) and find the Pods again in the unshared tree.
+	if hasAliases(d.node) {
+		expandAliases(d.node)
+		if spots, err = findPods(d); err != nil || len(spots) != len(patched) {
+			return []error{&docError{source: d.source, index: d.index, err: fmt.Errorf("expanding YAML aliases: %v", err)}}
+		}
+	}
+	for i, s := range spots {
+		if patched[i] == nil {
+			continue
+		}
+		if err := putBack(s, patched[i]); err != nil {
+			errs = append(errs, &docError{source: d.source, index: d.index, what: s.what, err: err})
+		}
+	}
+	return errs
+}
+
+// admit runs the Pod at spot through the engine and returns it patched, or
+// nil when the webhook would leave it alone, with the webhook's warnings.
+func (a *admitter) admit(spot podSpot) ([]byte, []string, error) {
 	pod, err := podJSON(spot)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	body, err := a.review(spot, pod)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out, res, err := a.engine.Admit(nil, body, a.opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	resp, err := decodeResponse(out)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !resp.Allowed {
-		return resp.Warnings, fmt.Errorf("denied (%s): %s", res.Reason, denyMessage(resp))
+		return nil, resp.Warnings, fmt.Errorf("denied (%s): %s", res.Reason, denyMessage(resp))
 	}
 	if len(resp.Patch) == 0 {
-		return resp.Warnings, nil
+		return nil, resp.Warnings, nil
 	}
 	patched, err := applyPatch(pod, resp)
 	if err != nil {
-		return nil, err
+		return nil, resp.Warnings, err
 	}
-	if err := putBack(spot, patched); err != nil {
-		return nil, err
-	}
-	return resp.Warnings, nil
+	return patched, resp.Warnings, nil
 }
 
 func decodeResponse(out []byte) (*admissionv1.AdmissionResponse, error) {
