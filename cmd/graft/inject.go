@@ -55,16 +55,9 @@ Running inject on its own output changes nothing.`,
 				return err
 			}
 			a := &admitter{engine: engine, opts: inject.Options{Profile: f.profile}, namespace: f.namespace}
-			var errs []error
-			for _, d := range docs {
-				errs = append(errs, a.injectDocument(d, func(what, msg string) {
-					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: document %d (%s): %s\n", d.source, d.index, what, msg)
-				})...)
-			}
-			if len(errs) > 0 {
-				return errors.Join(errs...)
-			}
-			out, err := encodeDocuments(docs, f.output)
+			out, err := injectDocuments(a, docs, f.output, func(d *document, what, msg string) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: document %d (%s): %s\n", d.source, d.index, what, msg)
+			})
 			if err != nil {
 				return err
 			}
@@ -74,4 +67,17 @@ Running inject on its own output changes nothing.`,
 	}
 	f.register(cmd, "yaml")
 	return cmd
+}
+
+// injectDocuments injects into docs and renders them in format; nothing
+// is rendered if any document fails.
+func injectDocuments(a *admitter, docs []*document, format string, warn func(d *document, what, msg string)) ([]byte, error) {
+	var errs []error
+	for _, d := range docs {
+		errs = append(errs, a.injectDocument(d, func(what, msg string) { warn(d, what, msg) })...)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return encodeDocuments(docs, format)
 }
