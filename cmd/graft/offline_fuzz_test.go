@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"golang.org/x/tools/txtar"
+	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/graftdev/graft/inject"
 )
@@ -61,4 +61,3 @@ func FuzzInject(f *testing.F) {
 		}
 	})
 }
-
