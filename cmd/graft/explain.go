@@ -26,7 +26,7 @@ where it came from (default, profile or Pod annotation), the warnings, and
 the patch. -o json gives one JSON object per Pod, for machines.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(f.output, "text", "json"); err != nil {
+			if err := checkFormat(f.output, f.formats...); err != nil {
 				return err
 			}
 			engine, err := newOfflineEngine(f.config, f.templatesDir, f.profile)
@@ -77,7 +77,7 @@ the patch. -o json gives one JSON object per Pod, for machines.`,
 			return err
 		},
 	}
-	f.register(cmd, "text")
+	f.register(cmd, "text", "json")
 	return cmd
 }
 

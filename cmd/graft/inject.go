@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -17,16 +18,18 @@ type offlineFlags struct {
 	templatesDir string
 	namespace    string
 	output       string
+	formats      []string // allowed -o values, the first the default
 }
 
-func (f *offlineFlags) register(cmd *cobra.Command, defaultOutput string) {
+func (f *offlineFlags) register(cmd *cobra.Command, formats ...string) {
+	f.formats = formats
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory of manifests, or - for stdin (repeatable)")
 	fl.StringVar(&f.profile, "profile", "", "profile to inject with (default: the configuration's default profile)")
 	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve")
 	fl.StringVar(&f.templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
 	fl.StringVarP(&f.namespace, "namespace", "n", "", `namespace for objects that name none (default "default")`)
-	fl.StringVarP(&f.output, "output", "o", defaultOutput, "output format")
+	fl.StringVarP(&f.output, "output", "o", formats[0], "output format: "+strings.Join(formats, " or "))
 	_ = cmd.MarkFlagRequired("filename")
 }
 
@@ -43,7 +46,7 @@ unchanged, in order. Nothing is written unless every document succeeds.
 Running inject on its own output changes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(f.output, "yaml", "json"); err != nil {
+			if err := checkFormat(f.output, f.formats...); err != nil {
 				return err
 			}
 			engine, err := newOfflineEngine(f.config, f.templatesDir, f.profile)
@@ -65,7 +68,7 @@ Running inject on its own output changes nothing.`,
 			return err
 		},
 	}
-	f.register(cmd, "yaml")
+	f.register(cmd, "yaml", "json")
 	return cmd
 }
 
