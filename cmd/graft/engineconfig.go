@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,32 +9,39 @@ import (
 	"slices"
 	"strings"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/templates"
+	"github.com/graftdev/graft/webhook"
 )
 
 // maxConfigBytes bounds what a configuration file may hold.
 const maxConfigBytes = 1 << 20
 
 // loadEngineConfig returns the engine configuration and the template set
-// graft runs with: inject.DefaultConfig() or the YAML file configFile, and
-// the built-in templates overlaid by templatesDir (when not empty). serve and
-// the offline subcommands share it so they run exactly the same engine.
+// graft runs with, read exactly as graft serve reads them: the config file
+// (webhook.ParseConfig: the engine's fields at the top level, the server's
+// under server:, the built-in profiles when it names none), or
+// inject.DefaultConfig() without one; and the built-in templates overlaid
+// by templatesDir, or else by the file's server.templatesDir.
 func loadEngineConfig(configFile, templatesDir string) (inject.Config, *templates.Set, error) {
-	cfg := inject.DefaultConfig()
+	fc := webhook.FileConfig{Config: inject.DefaultConfig()}
 	if configFile != "" {
-		var err error
-		if cfg, err = readConfigFile(configFile); err != nil {
-			return inject.Config{}, nil, err
+		data, err := readFileLimited(configFile, maxConfigBytes)
+		if err != nil {
+			return inject.Config{}, nil, fmt.Errorf("config: %w", err)
 		}
+		if fc, err = webhook.ParseConfig(data); err != nil {
+			return inject.Config{}, nil, fmt.Errorf("config %s: %w", configFile, err)
+		}
+	}
+	if templatesDir == "" {
+		templatesDir = fc.Server.TemplatesDir
 	}
 	set, err := loadTemplates(templatesDir)
 	if err != nil {
 		return inject.Config{}, nil, err
 	}
-	return cfg, set, nil
+	return fc.Config, set, nil
 }
 
 // loadTemplates returns the built-in templates, overlaid by dir's.
@@ -53,36 +58,6 @@ func loadTemplates(dir string) (*templates.Set, error) {
 		return nil, err
 	}
 	return set.With(own), nil
-}
-
-// readConfigFile parses the engine configuration: inject.Config's fields at
-// the top level. A `server:` section belongs to `graft serve` and is
-// skipped here; any other unknown field is an error, so typos surface.
-func readConfigFile(file string) (inject.Config, error) {
-	data, err := readFileLimited(file, maxConfigBytes)
-	if err != nil {
-		return inject.Config{}, fmt.Errorf("config: %w", err)
-	}
-	js, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return inject.Config{}, fmt.Errorf("config %s: %w", file, err)
-	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(js, &top); err != nil || top == nil {
-		return inject.Config{}, fmt.Errorf("config %s: not a mapping of settings", file)
-	}
-	delete(top, "server")
-	js, err = json.Marshal(top)
-	if err != nil {
-		return inject.Config{}, fmt.Errorf("config %s: %w", file, err)
-	}
-	var cfg inject.Config
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
-		return inject.Config{}, fmt.Errorf("config %s: %w", file, err)
-	}
-	return cfg, nil
 }
 
 // newOfflineEngine builds the engine the offline subcommands use and checks

@@ -100,16 +100,30 @@ func TestInjectEqualsWebhookPatch(t *testing.T) {
 	}
 }
 
-// goldenConfigYAML is the configuration inject/golden_test.go writes the
-// engine's golden corpus against (goldenConfig there), as a config file.
-const goldenConfigYAML = `defaultProfile: agent
-profiles:
-  enabled: {templates: [agent]}
-  agent: {templates: [agent]}
-  lenient: {templates: [agent], onInvalidParams: default}
-  hostnet: {templates: [agent], injectHostNetwork: true}
-server: {ignored: here}
-`
+// goldenConfigFile writes the configuration the engine's golden corpus is
+// written against (goldenConfig in inject/golden_test.go) as a config file,
+// with a server section, as graft serve takes it.
+func goldenConfigFile(t *testing.T, dir string) string {
+	t.Helper()
+	cfg := inject.DefaultConfig()
+	cfg.DefaultProfile = "agent"
+	cfg.Profiles["agent"] = inject.Profile{Templates: []string{"agent"}}
+	cfg.Profiles["lenient"] = inject.Profile{Templates: []string{"agent"}, OnInvalidParams: inject.InvalidUseDefault}
+	cfg.Profiles["hostnet"] = inject.Profile{Templates: []string{"agent"}, InjectHostNetwork: true}
+	js, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := yaml.JSONToYAML(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(path, append([]byte("server: {logLevel: debug}\n"), y...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
 
 // For every Pod CREATE in the engine's golden corpus, `graft inject` prints
 // the golden's patched Pod (the webhook's patch applied), leaves skipped
@@ -121,10 +135,7 @@ func TestInjectMatchesGoldenCorpus(t *testing.T) {
 		t.Fatalf("no golden corpus: %v", err)
 	}
 	dir := t.TempDir()
-	config := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(config, []byte(goldenConfigYAML), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	config := goldenConfigFile(t, dir)
 	checked := 0
 	for _, in := range inputs {
 		name := strings.TrimSuffix(filepath.Base(in), ".in.json")
