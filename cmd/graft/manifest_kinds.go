@@ -46,19 +46,27 @@ func findPods(doc *document) ([]podSpot, error) {
 	if root == nil {
 		return nil, nil
 	}
-	spots, err := findPodsIn(root, "")
+	spots, err := findPodsIn(root, "", typeMeta{})
 	for i := range spots {
 		spots[i].doc = doc
 	}
 	return spots, err
 }
 
-func findPodsIn(obj *yaml.Node, prefix string) ([]podSpot, error) {
+// typeMeta is an object's apiVersion and kind.
+type typeMeta struct{ apiVersion, kind string }
+
+// findPodsIn finds the Pods of obj. Items of a typed list may leave out
+// apiVersion and kind (the API does): def is then what they are.
+func findPodsIn(obj *yaml.Node, prefix string, def typeMeta) ([]podSpot, error) {
 	obj = deref(obj)
 	if obj.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("%snot a Kubernetes object: got %s, want a mapping", prefix, kindName(obj))
 	}
 	apiVersion, kind := mapString(obj, "apiVersion"), mapString(obj, "kind")
+	if apiVersion == "" && kind == "" {
+		apiVersion, kind = def.apiVersion, def.kind
+	}
 	if apiVersion == "" || kind == "" {
 		return nil, fmt.Errorf("%snot a Kubernetes object: apiVersion and kind are required", prefix)
 	}
@@ -69,7 +77,11 @@ func findPodsIn(obj *yaml.Node, prefix string) ([]podSpot, error) {
 	meta := mapGet(obj, "metadata")
 	what := kind + " " + objectName(meta)
 	if group == "" && kind == "List" {
-		return findPodsInList(obj, prefix)
+		return findPodsInList(obj, prefix, typeMeta{})
+	}
+	// Typed lists as the API returns them (PodList, DeploymentList, ...).
+	if items := mapGet(obj, "items"); strings.HasSuffix(kind, "List") && items != nil && items.Kind == yaml.SequenceNode {
+		return findPodsInList(obj, prefix, typeMeta{apiVersion, strings.TrimSuffix(kind, "List")})
 	}
 	path, ok := templatePaths[groupKind{group, kind}]
 	if !ok {
@@ -104,7 +116,7 @@ func findPodsIn(obj *yaml.Node, prefix string) ([]podSpot, error) {
 	return []podSpot{spot}, nil
 }
 
-func findPodsInList(list *yaml.Node, prefix string) ([]podSpot, error) {
+func findPodsInList(list *yaml.Node, prefix string, def typeMeta) ([]podSpot, error) {
 	if prefix != "" {
 		return nil, errors.New(prefix + "a List inside a List")
 	}
@@ -113,11 +125,11 @@ func findPodsInList(list *yaml.Node, prefix string) ([]podSpot, error) {
 		return nil, nil
 	}
 	if items.Kind != yaml.SequenceNode {
-		return nil, fmt.Errorf("List: items is %s, want a list", kindName(items))
+		return nil, fmt.Errorf("%s: items is %s, want a list", mapString(list, "kind"), kindName(items))
 	}
 	var spots []podSpot
 	for i, it := range items.Content {
-		s, err := findPodsIn(it, fmt.Sprintf("items[%d]: ", i))
+		s, err := findPodsIn(it, fmt.Sprintf("items[%d]: ", i), def)
 		if err != nil {
 			return nil, err
 		}
