@@ -119,8 +119,13 @@ func expandInput(in string) ([]string, error) {
 	for _, e := range entries {
 		switch filepath.Ext(e.Name()) {
 		case ".yaml", ".yml", ".json":
-			if e.Type().IsRegular() {
-				files = append(files, filepath.Join(in, e.Name()))
+			path := filepath.Join(in, e.Name())
+			if e.Type()&fs.ModeSymlink != 0 {
+				if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+					files = append(files, path)
+				}
+			} else if e.Type().IsRegular() {
+				files = append(files, path)
 			}
 		}
 	}
