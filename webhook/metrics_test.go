@@ -42,7 +42,7 @@ func TestMetricsAfterSequence(t *testing.T) {
 		{"graft_admission_requests_total", []string{"profile", "unknown", "operation", "UNKNOWN", "result", "error"}, 1},
 		{"graft_admission_requests_total", []string{"profile", "enabled", "operation", "CREATE", "result", "deny"}, 0},
 		{"graft_skips_total", []string{"reason", "opted-out"}, 1},
-		{"graft_injections_total", []string{"template", "agent"}, 1},
+		{"graft_injections_total", []string{"template", "mesh-proxy"}, 1}, // enabled injects mesh-proxy,
 		{"graft_admission_duration_seconds", nil, 4},
 		{"graft_patch_bytes", nil, 1},
 		{"graft_inflight_requests", nil, 0},

@@ -63,7 +63,7 @@ func TestRoundTrip(t *testing.T) {
 			if err := json.Unmarshal(body, &req); err != nil {
 				t.Fatal(err)
 			}
-			code, out := ts.post(t, "/inject?timeout=10s", body)
+			code, out := ts.post(t, "/inject/agent?timeout=10s", body)
 			if code != http.StatusOK {
 				t.Fatalf("status %d: %.300s", code, out)
 			}
