@@ -67,12 +67,6 @@ func TestInjectEqualsWebhookPatch(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for _, name := range corpus.Names() {
-		if name == corpus.Huge {
-			// The engine's stress case (5,000 env vars): its first patch for
-			// a new shape alone takes seconds under -race, and the CLI path
-			// is the one large takes.
-			continue
-		}
 		t.Run(name, func(t *testing.T) {
 			ns, pod, want := webhookResult(t, e, corpus.Review(name))
 			if injected := !jsonpatch.Equal(pod, want); injected != (name != corpus.Skip) {
