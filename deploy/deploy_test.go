@@ -395,17 +395,37 @@ func TestValidatingAdmissionPolicy(t *testing.T) {
 	if len(vap.Spec.MatchConditions) != 1 || !strings.Contains(vap.Spec.MatchConditions[0].Expression, "kubernetes.io/config.mirror") {
 		t.Errorf("matchConditions %+v: want mirror Pods skipped, as the webhooks do", vap.Spec.MatchConditions)
 	}
-	if len(vap.Spec.Validations) != 1 {
-		t.Fatalf("%d validations, want 1", len(vap.Spec.Validations))
+	vars := map[string]string{}
+	for _, v := range vap.Spec.Variables {
+		vars[v.Name] = v.Expression
 	}
-	val := vap.Spec.Validations[0]
-	if !strings.Contains(val.Expression, "'graft.dev/status' in object.metadata.annotations") {
-		t.Errorf("validation %q does not require graft.dev/status", val.Expression)
+	if !strings.Contains(vars["status"], "'graft.dev/status' in object.metadata.annotations") {
+		t.Errorf("variable status = %q: want graft.dev/status read from the Pod", vars["status"])
 	}
-	// The message says how to fix it: get graft running, or opt out.
+	for _, key := range []string{`"containers"`, `"initContainers"`} {
+		if !strings.Contains(vars["injectedNames"], key) {
+			t.Errorf("variable injectedNames does not read %s from graft.dev/status", key)
+		}
+	}
+	if len(vap.Spec.Validations) != 2 {
+		t.Fatalf("%d validations, want 2 (injected; still holding what was injected)", len(vap.Spec.Validations))
+	}
+	injected, holding := vap.Spec.Validations[0], vap.Spec.Validations[1]
+	if !strings.Contains(injected.Expression, "variables.status != ''") {
+		t.Errorf("first validation %q does not require graft.dev/status", injected.Expression)
+	}
+	if !strings.Contains(holding.Expression, "variables.injectedNames.all(n, n in variables.podNames)") {
+		t.Errorf("second validation %q does not require the injected containers", holding.Expression)
+	}
+	// The messages say how to fix it: get graft running, or opt out.
 	for _, s := range []string{"graft-system get pods", `graft.dev/inject: "false"`} {
-		if !strings.Contains(val.MessageExpression, s) {
+		if !strings.Contains(injected.MessageExpression, s) {
 			t.Errorf("messageExpression does not tell the user %q", s)
+		}
+	}
+	for _, v := range vap.Spec.Validations {
+		if v.MessageExpression == "" || v.Reason == nil || *v.Reason != metav1.StatusReasonForbidden {
+			t.Errorf("validation %q: want a messageExpression and reason Forbidden", v.Expression)
 		}
 	}
 }
