@@ -249,14 +249,16 @@ func TestCertsKustomizeFeedsSelfSignedOverlay(t *testing.T) {
 // the previous CA, so replicas still serving the old certificate keep
 // working while they reload.
 func TestCertsRotationKeepsOldCA(t *testing.T) {
-	old := filepath.Join(t.TempDir(), "old")
-	graftCerts(t, "--out", old, "--kustomize")
-	next := filepath.Join(t.TempDir(), "new")
-	oldCA := filepath.Join(old, "ca.crt")
-	graftCerts(t, "--out", next, "--kustomize", "--trust", oldCA, "--trust", oldCA)
+	// In place, as the README says: the old ca.crt is read before the new
+	// files replace it.
+	dir := filepath.Join(t.TempDir(), "certs")
+	graftCerts(t, "--out", dir, "--kustomize")
+	oldCert := readFile(t, filepath.Join(dir, "tls.crt"))
+	oldCA := filepath.Join(dir, "ca.crt")
+	graftCerts(t, "--out", dir, "--kustomize", "--trust", oldCA, "--trust", oldCA)
 
 	var cm corev1.ConfigMap
-	if err := yaml.Unmarshal(readFile(t, filepath.Join(next, "cabundle.yaml")), &cm); err != nil {
+	if err := yaml.Unmarshal(readFile(t, filepath.Join(dir, "cabundle.yaml")), &cm); err != nil {
 		t.Fatal(err)
 	}
 	bundle, err := decodeBase64(cm.Data["caBundle"])
@@ -266,14 +268,17 @@ func TestCertsRotationKeepsOldCA(t *testing.T) {
 	if n := bytes.Count(bundle, []byte("BEGIN CERTIFICATE")); n != 2 {
 		t.Errorf("bundle holds %d certificates, want 2 (new and old, the duplicate dropped)", n)
 	}
+	newCert := readFile(t, filepath.Join(dir, "tls.crt"))
+	if bytes.Equal(oldCert, newCert) {
+		t.Fatal("the serving certificate was not replaced")
+	}
 	roots := pool(t, bundle)
-	for _, d := range []string{old, next} {
-		leaf := parseCert(t, readFile(t, filepath.Join(d, "tls.crt")))
-		if _, err := leaf.Verify(x509.VerifyOptions{DNSName: "graft.graft-system.svc", Roots: roots}); err != nil {
-			t.Errorf("%s serving certificate: %v", filepath.Base(d), err)
+	for name, c := range map[string][]byte{"old": oldCert, "new": newCert} {
+		if _, err := parseCert(t, c).Verify(x509.VerifyOptions{DNSName: "graft.graft-system.svc", Roots: roots}); err != nil {
+			t.Errorf("%s serving certificate: %v", name, err)
 		}
 	}
-	if !bytes.Equal(readFile(t, filepath.Join(next, "ca.crt")), bundle[:len(readFile(t, filepath.Join(next, "ca.crt")))]) {
+	if newCA := readFile(t, filepath.Join(dir, "ca.crt")); !bytes.HasPrefix(bundle, newCA) {
 		t.Error("the new CA is not first in the bundle")
 	}
 }
