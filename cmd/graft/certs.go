@@ -7,9 +7,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/graftdev/graft/webhook/certgen"
 )
@@ -65,8 +67,10 @@ func runCerts(stdout io.Writer, f certsFlags) error {
 	if f.out == "" {
 		return errors.New("certs: --out is required")
 	}
-	if f.service == "" || f.namespace == "" {
-		return errors.New("certs: --service and --namespace must not be empty")
+	for flag, v := range map[string]string{"--service": f.service, "--namespace": f.namespace} {
+		if errs := validation.IsDNS1123Label(v); len(errs) > 0 {
+			return fmt.Errorf("certs: %s %q: %s", flag, v, strings.Join(errs, "; "))
+		}
 	}
 	if f.days < 1 || f.days > 3650 {
 		return fmt.Errorf("certs: --days %d: want 1 to 3650", f.days)
