@@ -117,3 +117,47 @@ func TestPolicyReadsGraftStatus(t *testing.T) {
 		})
 	}
 }
+
+// matchesCall matches `.matches('<regex>')` in CEL.
+var matchesCall = regexp.MustCompile(`\.matches\('((?:[^'\\]|\\.)*)'\)`)
+
+// TestPolicyAgreesOnEmptyTemplateSelection: a Pod whose graft.dev/templates
+// selects nothing is skipped by the engine, and only such a Pod is excused
+// by the policy's selectsNoTemplates.
+func TestPolicyAgreesOnEmptyTemplateSelection(t *testing.T) {
+	cfg := loadConfig(t)
+	set, err := templates.LoadDir("base/templates")
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine, err := inject.New(cfg, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vap := one[admissionv1.ValidatingAdmissionPolicy](t, kustomize(t, "base"), "ValidatingAdmissionPolicy", "graft-injection-required")
+	var re *regexp.Regexp
+	for _, v := range vap.Spec.Variables {
+		if m := matchesCall.FindStringSubmatch(v.Expression); v.Name == "selectsNoTemplates" && m != nil {
+			re = regexp.MustCompile(celUnquote.Replace(m[1]))
+		}
+	}
+	if re == nil {
+		t.Fatal("no selectsNoTemplates variable with a matches() call")
+	}
+	for _, value := range []string{"", " ", ",", " , ,", "agent", " agent ,", "agent,agent"} {
+		annotations, _ := json.Marshal(map[string]string{"graft.dev/templates": value})
+		pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"apps","annotations":` + string(annotations) +
+			`},"spec":{"containers":[{"name":"app","image":"app:1"}]}}`
+		review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1",` +
+			`"kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},` +
+			`"namespace":"apps","operation":"CREATE","object":` + pod + `}}`
+		_, res, err := engine.Admit(nil, []byte(review), inject.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		skipped := res.Decision == inject.DecisionSkip && res.Reason == inject.ReasonNoTemplates
+		if excused := re.MatchString(value); excused != skipped {
+			t.Errorf("graft.dev/templates=%q: engine skips for no templates = %v, policy excuses = %v", value, skipped, excused)
+		}
+	}
+}
