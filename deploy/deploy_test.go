@@ -22,8 +22,6 @@ import (
 const (
 	namespace   = "graft-system"
 	injectLabel = "graft.dev/inject"
-	// The server's shutdown grace: it drains in-flight reviews this long.
-	serverDrainSeconds = 15
 )
 
 var systemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", namespace}
@@ -272,14 +270,16 @@ func TestDeployment(t *testing.T) {
 				}
 			}
 
-			// Shutdown: the preStop pause plus the server's drain must end
-			// before the kubelet's SIGKILL.
+			// Shutdown: the preStop pause plus the server's drain (its
+			// shutdownGrace with the shipped config) must end before the
+			// kubelet's SIGKILL.
 			var preStop int64
 			if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Sleep != nil {
 				preStop = c.Lifecycle.PreStop.Sleep.Seconds
 			}
-			if g := deref(ps.TerminationGracePeriodSeconds); g <= preStop+serverDrainSeconds {
-				t.Errorf("terminationGracePeriodSeconds %d <= preStop %d s + drain %d s", g, preStop, serverDrainSeconds)
+			drain := int64(shutdownGrace(t).Seconds())
+			if g := deref(ps.TerminationGracePeriodSeconds); g <= preStop+drain {
+				t.Errorf("terminationGracePeriodSeconds %d <= preStop %d s + drain %d s", g, preStop, drain)
 			}
 
 			checkMounts(t, out, ps, c)

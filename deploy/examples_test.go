@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,7 +22,8 @@ func TestExamples(t *testing.T) {
 	}
 	out := kustomize(t, "examples")
 	ns := one[corev1.Namespace](t, out, "Namespace", "graft-demo")
-	if _, ok := cfg.Profiles[ns.Labels[injectLabel]]; !ok {
+	profile, ok := cfg.Profiles[ns.Labels[injectLabel]]
+	if !ok {
 		t.Errorf("namespace label %s=%q names no profile", injectLabel, ns.Labels[injectLabel])
 	}
 	pod := one[corev1.Pod](t, out, "Pod", "debug-shell")
@@ -37,6 +39,9 @@ func TestExamples(t *testing.T) {
 		}
 		n++
 		tplName, param, _ := strings.Cut(rest, ".")
+		if !slices.Contains(profile.Templates, tplName) && !slices.Contains(profile.AllowedTemplates, tplName) {
+			t.Errorf("%s: the namespace's profile does not inject %s", key, tplName)
+		}
 		tpl, ok := set.Get(tplName)
 		if !ok {
 			t.Errorf("%s: no template %q", key, tplName)

@@ -9,28 +9,45 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/templates"
+	"github.com/graftdev/graft/webhook"
 )
 
-// loadConfig reads the shipped config.yaml strictly into graft's Config.
-func loadConfig(t *testing.T) inject.Config {
+// loadFileConfig reads the shipped config.yaml as `graft serve --config`
+// does: strictly, engine profiles and server settings.
+func loadFileConfig(t *testing.T) webhook.FileConfig {
 	t.Helper()
 	data, err := os.ReadFile("base/config.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cfg inject.Config
-	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
+	fc, err := webhook.ParseConfig(data)
+	if err != nil {
 		t.Fatalf("base/config.yaml: %v", err)
 	}
-	return cfg
+	return fc
+}
+
+// loadConfig returns the engine part of the shipped config.yaml.
+func loadConfig(t *testing.T) inject.Config {
+	t.Helper()
+	return loadFileConfig(t).Config
+}
+
+// shutdownGrace is how long graft drains on SIGTERM with the shipped config.
+func shutdownGrace(t *testing.T) time.Duration {
+	t.Helper()
+	if g := loadFileConfig(t).Server.ShutdownGrace.Duration; g > 0 {
+		return g
+	}
+	return webhook.DefaultShutdownGrace
 }
 
 // TestConfigIsValid: the shipped configuration and templates are accepted
