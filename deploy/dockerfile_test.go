@@ -186,11 +186,11 @@ func semverCompare(a, b string) int {
 	return 0
 }
 
-// TestDockerfileBuildCommand runs the Dockerfile's `go build` exactly as
-// written (through sh, with its ARGs in the environment, as RUN does), only
-// writing into a temporary directory, and checks the binary is static and
-// carries the version.
-func TestDockerfileBuildCommand(t *testing.T) {
+// buildAsDockerfile runs the Dockerfile's `go build` exactly as written
+// (through sh, with its ARGs in the environment, as RUN does), only writing
+// the binary to out, and with VERSION set to version.
+func buildAsDockerfile(t *testing.T, out, version string) {
+	t.Helper()
 	df := readDockerfile(t)
 	var build string
 	for _, in := range df.stages[0].body {
@@ -204,10 +204,7 @@ func TestDockerfileBuildCommand(t *testing.T) {
 	if strings.Count(build, " -o "+builtBinary+" ") != 1 {
 		t.Fatalf("build command %q: want exactly one -o %s", build, builtBinary)
 	}
-	out := filepath.Join(t.TempDir(), "graft")
 	cmdline := strings.Replace(build, " -o "+builtBinary+" ", " -o '"+out+"' ", 1)
-
-	const version = "v0.0.0-dockerfile-test"
 	cmd := exec.Command("sh", "-c", cmdline)
 	cmd.Dir = ".." // WORKDIR /src holds the repository (COPY . .)
 	cmd.Env = os.Environ()
@@ -218,6 +215,14 @@ func TestDockerfileBuildCommand(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", cmdline, err, b)
 	}
+}
+
+// TestDockerfileBuildCommand builds with the Dockerfile's command and
+// checks the binary is static and carries the version.
+func TestDockerfileBuildCommand(t *testing.T) {
+	const version = "v0.0.0-dockerfile-test"
+	out := filepath.Join(t.TempDir(), "graft")
+	buildAsDockerfile(t, out, version)
 
 	if runtime.GOOS == "linux" {
 		checkStatic(t, out)
