@@ -203,3 +203,18 @@ func TestPlanCacheServesRepeatedOverrides(t *testing.T) {
 		t.Errorf("cached override path: %v allocations, want 0", allocs)
 	}
 }
+
+// TestShapeIgnoresListLengths: Pods that differ only in how many env vars,
+// mounts or containers-worth of elements they hold share one patch shape,
+// so a huge Pod never costs a fresh diff over its whole list.
+func TestShapeIgnoresListLengths(t *testing.T) {
+	e := newTestEngine(t, goldenConfig())
+	for i, n := range []int{0, 3, 50, 5000, 4999} {
+		review := corpus.Build(corpus.Spec{Containers: 1, EnvPerContain: n, Volumes: 2, Seed: uint64(i)})
+		applyResponse(t, review, mustAdmit(t, e, review, Options{}))
+	}
+	// n=0 writes env: null (another shape); the rest share one.
+	if got := len(e.impl.shapes.m); got != 2 {
+		t.Errorf("%d shapes cached, want 2", got)
+	}
+}
