@@ -16,6 +16,7 @@ require (
 	github.com/wI2L/jsondiff v0.7.1
 	go.uber.org/goleak v1.3.0
 	go.uber.org/zap v1.28.0
+	go.yaml.in/yaml/v3 v3.0.5
 	gomodules.xyz/jsonpatch/v2 v2.5.0
 	gonum.org/v1/plot v0.17.0
 	k8s.io/api v0.36.3

@@ -65,6 +65,7 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 		res.Decision, res.Reason = DecisionDeny, ent.reason
 		if ex != nil {
 			ex.Message = ent.denyMsg
+			ex.Templates = ent.names
 		}
 		w := responseWriter{dst: dst}
 		w.begin(rv, false)

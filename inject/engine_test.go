@@ -27,6 +27,7 @@ func TestAdmitRejectsMalformed(t *testing.T) {
 		{"uid with quote escape", strings.Replace(small, `"uid":"7c5e2b1a`, `"uid":"\"7c5e2b1a`, 1), "uid is missing or invalid"},
 		{"null object", strings.Replace(small, `"object":{`, `"object":null,"x":{`, 1), "object is missing"},
 		{"spec not an object", string(corpus.Marshal("", "u1", "CREATE", "shop", map[string]any{"metadata": map[string]any{}, "spec": 1})), "not a readable Pod"},
+		{"null metadata", string(corpus.Marshal("", "u1", "CREATE", "shop", map[string]any{"metadata": nil, "spec": map[string]any{}})), "not a readable Pod"},
 		{"no spec", string(corpus.Marshal("", "u1", "CREATE", "shop", map[string]any{"metadata": map[string]any{}})), "not a readable Pod"},
 	}
 	for _, tt := range tests {
