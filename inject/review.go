@@ -32,22 +32,12 @@ const (
 func parseReview(body string, rv *review, p *pod) error {
 	*rv = review{}
 	sc := scanner{s: body}
-	if err := sc.open('{'); err != nil {
+	if sc.peek() != '{' {
 		return fmt.Errorf("%w: body is not a JSON object", ErrMalformed)
 	}
 	var sawKind, sawRequest bool
-	for first := true; ; first = false {
-		more, err := sc.next('}', first)
-		if err != nil {
-			return malformedAt(sc.i)
-		}
-		if !more {
-			break
-		}
-		k, _, err := sc.key()
-		if err != nil {
-			return malformedAt(sc.i)
-		}
+	err := eachKey(&sc, func(k string) error {
+		var err error
 		switch k {
 		case "apiVersion":
 			rv.apiVersion, _, err = sc.str()
@@ -61,11 +51,11 @@ func parseReview(body string, rv *review, p *pod) error {
 		default:
 			err = sc.skip()
 		}
-		if err != nil {
-			return malformedAt(sc.i)
-		}
-	}
+		return err
+	})
 	switch {
+	case err != nil:
+		return malformedAt(sc.i)
 	case rv.apiVersion != admissionV1 && rv.apiVersion != admissionV1beta1:
 		return fmt.Errorf("%w: apiVersion must be %s or %s", ErrMalformed, admissionV1, admissionV1beta1)
 	case !sawKind:
@@ -82,27 +72,27 @@ func malformedAt(off int) error {
 	return fmt.Errorf("%w: invalid JSON near byte %d", ErrMalformed, off)
 }
 
+// parseRequest reads request; a null request reads as empty (and fails
+// the uid check).
 func parseRequest(sc *scanner, rv *review, p *pod) error {
-	if sc.isNull() {
-		return nil
-	}
-	if err := sc.open('{'); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		more, err := sc.next('}', first)
-		if err != nil || !more {
-			return err
-		}
-		k, _, err := sc.key()
-		if err != nil {
-			return err
-		}
+	return eachKey(sc, func(k string) error {
+		var err error
 		switch k {
 		case "uid":
 			rv.uid, _, err = sc.str()
 		case "kind":
-			err = parseGVK(sc, rv)
+			err = eachKey(sc, func(k string) error {
+				var err error
+				switch k {
+				case "group":
+					rv.kindGroup, _, err = sc.str()
+				case "kind":
+					rv.kindKind, _, err = sc.str()
+				default:
+					err = sc.skip()
+				}
+				return err
+			})
 		case "subResource":
 			rv.subResource, err = optString(sc)
 		case "namespace":
@@ -118,58 +108,38 @@ func parseRequest(sc *scanner, rv *review, p *pod) error {
 				rv.dryRun, err = sc.boolean()
 			}
 		case "object":
-			if sc.isNull() {
-				break
-			}
-			start := sc.i
-			if sc.peek() != '{' {
-				return errSyntax
-			}
-			if p != nil && decideEnvelope(rv) == ReasonNone {
-				if err = parsePodMetaAt(sc, p); err != nil {
-					// Report the Pod's problem where the Pod is read.
-					p.metaRead = false
-					sc.i = start
-					err = sc.skipComposite()
-				}
-			} else {
-				err = sc.skipComposite()
-			}
-			rv.object = sc.s[start:sc.i]
+			err = readObject(sc, rv, p)
 		default:
 			err = sc.skip()
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
-func parseGVK(sc *scanner, rv *review) error {
-	if err := sc.open('{'); err != nil {
-		return err
+// readObject records request.object's span. When p is not nil and the
+// envelope so far reads as a Pod CREATE, it reads the Pod's metadata on
+// the way (parsePodMetaAt), which spares a second pass over the object.
+func readObject(sc *scanner, rv *review, p *pod) error {
+	if sc.isNull() {
+		return nil
 	}
-	for first := true; ; first = false {
-		more, err := sc.next('}', first)
-		if err != nil || !more {
-			return err
-		}
-		k, _, err := sc.key()
-		if err != nil {
-			return err
-		}
-		switch k {
-		case "group":
-			rv.kindGroup, _, err = sc.str()
-		case "kind":
-			rv.kindKind, _, err = sc.str()
-		default:
-			err = sc.skip()
-		}
-		if err != nil {
-			return err
-		}
+	start := sc.i
+	if sc.peek() != '{' {
+		return errSyntax
 	}
+	var err error
+	if p != nil && decideEnvelope(rv) == ReasonNone {
+		if err = parsePodMetaAt(sc, p); err != nil {
+			// Report the Pod's problem where the Pod is read.
+			p.metaRead = false
+			sc.i = start
+			err = sc.skipComposite()
+		}
+	} else {
+		err = sc.skipComposite()
+	}
+	rv.object = sc.s[start:sc.i]
+	return err
 }
 
 // optString reads a string or null.
