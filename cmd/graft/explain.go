@@ -10,8 +10,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-
-	"github.com/graftdev/graft/inject"
 )
 
 func newExplainCmd() *cobra.Command {
@@ -26,18 +24,10 @@ where it came from (default, profile or Pod annotation), the warnings, and
 the patch. -o json gives one JSON object per Pod, for machines.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(f.output, f.formats...); err != nil {
-				return err
-			}
-			engine, err := newOfflineEngine(f.config, f.templatesDir, f.profile)
+			a, docs, err := f.open(cmd)
 			if err != nil {
 				return err
 			}
-			docs, err := readDocuments(f.files, cmd.InOrStdin())
-			if err != nil {
-				return err
-			}
-			a := &admitter{engine: engine, opts: inject.Options{Profile: f.profile}, namespace: f.namespace}
 			var out bytes.Buffer
 			var errs []error
 			n := 0

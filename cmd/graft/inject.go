@@ -21,6 +21,23 @@ type offlineFlags struct {
 	formats      []string // allowed -o values, the first the default
 }
 
+// open does what inject and explain both do first: check the output
+// format, build the engine, read the input documents.
+func (f *offlineFlags) open(cmd *cobra.Command) (*admitter, []*document, error) {
+	if err := checkFormat(f.output, f.formats...); err != nil {
+		return nil, nil, err
+	}
+	engine, err := newOfflineEngine(f.config, f.templatesDir, f.profile)
+	if err != nil {
+		return nil, nil, err
+	}
+	docs, err := readDocuments(f.files, cmd.InOrStdin())
+	if err != nil {
+		return nil, nil, err
+	}
+	return &admitter{engine: engine, opts: inject.Options{Profile: f.profile}, namespace: f.namespace}, docs, nil
+}
+
 func (f *offlineFlags) register(cmd *cobra.Command, formats ...string) {
 	f.formats = formats
 	fl := cmd.Flags()
@@ -46,18 +63,10 @@ unchanged, in order. Nothing is written unless every document succeeds.
 Running inject on its own output changes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(f.output, f.formats...); err != nil {
-				return err
-			}
-			engine, err := newOfflineEngine(f.config, f.templatesDir, f.profile)
+			a, docs, err := f.open(cmd)
 			if err != nil {
 				return err
 			}
-			docs, err := readDocuments(f.files, cmd.InOrStdin())
-			if err != nil {
-				return err
-			}
-			a := &admitter{engine: engine, opts: inject.Options{Profile: f.profile}, namespace: f.namespace}
 			out, err := injectDocuments(a, docs, f.output, func(d *document, what, msg string) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: document %d (%s): %s\n", d.source, d.index, what, msg)
 			})
