@@ -37,7 +37,7 @@ type Engine struct {
 	impl *engineState
 }
 
-// Option configures an Engine.
+// EngineOption configures an Engine.
 type EngineOption func(*Engine)
 
 // WithClock sets the clock used for deadlines (tests drive budgets with it).

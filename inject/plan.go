@@ -70,11 +70,6 @@ func (pl *plan) elements() []*element {
 	return append(out, &pl.status)
 }
 
-// paramSource records where a parameter's value came from, for explain.
-type paramSource struct {
-	template, param, value, source string
-}
-
 // buildPlan renders the templates with their parameters. params holds, per
 // template, the values that override defaults (profile, then annotation).
 func buildPlan(id uint32, set *templates.Set, names []string, params map[string]map[string]string) (*plan, error) {

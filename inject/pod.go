@@ -1,9 +1,6 @@
 package inject
 
-import (
-	"errors"
-	"strings"
-)
+import "errors"
 
 // Well-known names graft reads on a Pod.
 const (
@@ -349,14 +346,4 @@ func parseContainer(sc *scanner, p *pod) error {
 	c.mountsCount = c.mountsTo - c.mountsFrom
 	p.containers = append(p.containers, c)
 	return err
-}
-
-// hasGraftOverrides reports whether any annotation might set a parameter.
-func (p *pod) hasGraftOverrides() bool {
-	for _, a := range p.annotationKeys {
-		if rest, ok := strings.CutPrefix(a.key, graftPrefix); ok && strings.IndexByte(rest, '.') > 0 {
-			return true
-		}
-	}
-	return false
 }

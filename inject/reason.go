@@ -62,6 +62,3 @@ func Reasons() []Reason {
 
 // IsSkip reports whether r is a reason to leave a Pod alone.
 func (r Reason) IsSkip() bool { return r >= ReasonNotPod && r <= ReasonNoTemplates }
-
-// IsFailure reports whether r is a failure handled by the failure mode.
-func (r Reason) IsFailure() bool { return r >= ReasonBudgetExceeded && r <= ReasonInternal }
