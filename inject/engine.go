@@ -5,6 +5,7 @@ package inject
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/graftdev/graft/templates"
@@ -44,7 +45,7 @@ type EngineOption func(*Engine)
 func WithClock(now func() time.Time) EngineOption { return func(e *Engine) { e.now = now } }
 
 // Profiles returns the configured profile names, sorted.
-func (e *Engine) Profiles() []string { return e.impl.profileNames }
+func (e *Engine) Profiles() []string { return slices.Clone(e.impl.profileNames) }
 
 // DefaultProfile returns the profile served on /inject.
 func (e *Engine) DefaultProfile() string { return e.cfg.DefaultProfile }
