@@ -51,7 +51,7 @@ func specs() map[string]Spec {
 	return map[string]Spec{
 		Small:   {Containers: 2, EnvPerContain: 12, Volumes: 3, Seed: 1},
 		Medium:  {Containers: 6, EnvPerContain: 12, Volumes: 6, Seed: 2},
-		Large:   {Containers: 20, EnvPerContain: 14, Volumes: 12, Seed: 3},
+		Large:   {Containers: 20, EnvPerContain: 8, Volumes: 12, Seed: 3},
 		Huge:    {Containers: 1, EnvPerContain: 5000, EnvValuePad: 40, Volumes: 3, Seed: 4},
 		Skip:    {Containers: 2, EnvPerContain: 12, Volumes: 3, Seed: 1, Labels: map[string]string{"graft.dev/inject": "false"}},
 		V1beta1: {Containers: 2, EnvPerContain: 12, Volumes: 3, Seed: 1, APIVersion: "admission.k8s.io/v1beta1"},
