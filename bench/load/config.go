@@ -62,6 +62,10 @@ type Config struct {
 	Progress io.Writer
 	// Label prefixes the progress line.
 	Label string
+	// BeforeMeasure and AfterMeasure, if set, are called right before the
+	// measured phase (after preflight and warmup) and right after it: the
+	// harness snapshots the server's CPU time and allocations there.
+	BeforeMeasure, AfterMeasure func()
 }
 
 func (c *Config) validate() error {

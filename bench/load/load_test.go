@@ -150,10 +150,13 @@ func TestRunStopsAtDuration(t *testing.T) {
 			var progress strings.Builder
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
+			var hooks []string
 			res, err := Run(ctx, Config{
 				URL: url, TLS: tlsCfg, Requests: testRequests(t), Mode: mode,
 				Concurrency: 2, Rate: 500, Duration: 1200 * time.Millisecond,
 				Warmup: 100 * time.Millisecond, Progress: &progress, Label: "dur",
+				BeforeMeasure: func() { hooks = append(hooks, "before") },
+				AfterMeasure:  func() { hooks = append(hooks, "after") },
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -163,6 +166,9 @@ func TestRunStopsAtDuration(t *testing.T) {
 			}
 			if res.Requests == 0 || res.TotalErrors() != 0 {
 				t.Errorf("Requests = %d, errors = %v (%s)", res.Requests, res.Errors, res.FirstError)
+			}
+			if strings.Join(hooks, ",") != "before,after" {
+				t.Errorf("hooks called: %v, want before then after", hooks)
 			}
 			if !strings.Contains(progress.String(), "dur ") || !strings.Contains(progress.String(), "req/s") {
 				t.Errorf("progress line missing: %q", progress.String())

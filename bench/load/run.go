@@ -52,7 +52,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		w := &runner{cfg: warm, client: client, hist: newHist(), verify: nil}
 		w.measure(ctx)
 	}
+	if cfg.BeforeMeasure != nil {
+		cfg.BeforeMeasure()
+	}
 	r.measure(ctx)
+	if cfg.AfterMeasure != nil {
+		cfg.AfterMeasure()
+	}
 	close(r.verify)
 	<-verified
 	return r.result(), nil
