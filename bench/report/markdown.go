@@ -36,7 +36,9 @@ func WriteMarkdown(w io.Writer, m Machine, rows []Row, notes []string) error {
 		"encoding/json into k8s.io/api types and gomodules.xyz/jsonpatch CreatePatch; `floor` is a fasthttp TLS server " +
 		"answering a fixed review of the same size as graft's, the cost of the transport alone. " +
 		"Closed loop: C workers, each sending as soon as answered. Open loop: a fixed arrival rate, latency from the intended send time. " +
-		"CPU is the server's user+system time per request; RSS its peak resident set; allocations from its Go runtime metrics.\n\n")
+		"CPU is the server's user+system time per request; CPU % the server's and the generator's use of their core " +
+		"(a generator near 100% means the figure is the generator's limit); RSS the server's peak resident set; " +
+		"allocations from its Go runtime metrics (go_memstats_mallocs_total).\n\n")
 	for _, n := range notes {
 		fmt.Fprintf(&b, "- %s\n", n)
 	}
@@ -56,8 +58,8 @@ func WriteMarkdown(w io.Writer, m Machine, rows []Row, notes []string) error {
 			size = fmt.Sprintf(" (%s request)", bytesString(float64(rs[0].ReqBytes)))
 		}
 		fmt.Fprintf(&b, "## %s%s\n\n", corpus, size)
-		b.WriteString("| peer | mode | conc | rate | req/s | p50 | p90 | p99 | p99.9 | CPU µs/req | peak RSS MiB | allocs/req | resp | errors |\n")
-		b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		b.WriteString("| peer | mode | conc | rate | req/s | p50 | p90 | p99 | p99.9 | CPU µs/req | CPU % srv/gen | peak RSS MiB | allocs/req | resp | errors |\n")
+		b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, r := range rs {
 			rate := "—"
 			if r.Mode == "open" {
@@ -71,9 +73,9 @@ func WriteMarkdown(w io.Writer, m Machine, rows []Row, notes []string) error {
 			if r.Unsent > 0 {
 				errs += fmt.Sprintf(" (+%d unsent)", r.Unsent)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %d | %s | %.0f | %s | %s | %s | %s | %.1f | %.1f | %s | %s | %s |\n",
+			fmt.Fprintf(&b, "| %s | %s | %d | %s | %.0f | %s | %s | %s | %s | %.1f | %.0f/%.0f | %.1f | %s | %s | %s |\n",
 				r.Peer, r.Mode, r.Concurrency, rate, r.RPS, us(r.P50US), us(r.P90US), us(r.P99US), us(r.P999US),
-				r.CPUUSPerReq, r.RSSMiB, allocs, bytesString(r.RespBytes), errs)
+				r.CPUUSPerReq, r.ServerCPUPct, r.GenCPUPct, r.RSSMiB, allocs, bytesString(r.RespBytes), errs)
 		}
 		b.WriteString("\n")
 		for _, mode := range orderOf(rs, func(r Row) string { return r.Mode }) {

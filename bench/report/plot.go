@@ -73,7 +73,7 @@ func WritePlot(path string, rows []Row) error {
 			{Value: 3, Label: "99.9%"}, {Value: 4, Label: "99.99%"}, {Value: 5, Label: "99.999%"},
 		}
 		p.Add(plotter.NewGrid())
-		p.Legend.Top = false
+		p.Legend.Top = true
 		p.Legend.Left = true
 		for _, r := range pn.rows {
 			xys := make(plotter.XYs, 0, len(r.Percentiles))
@@ -110,7 +110,7 @@ func WritePlot(path string, rows []Row) error {
 	img := vgimg.New(w, h)
 	dc := draw.New(img)
 	tiles := draw.Tiles{Rows: nrows, Cols: cols, PadX: vg.Centimeter, PadY: vg.Centimeter,
-		PadTop: vg.Millimeter * 3, PadBottom: vg.Millimeter * 3, PadLeft: vg.Millimeter * 3, PadRight: vg.Millimeter * 3}
+		PadTop: vg.Millimeter * 3, PadBottom: vg.Millimeter * 3, PadLeft: vg.Millimeter * 3, PadRight: vg.Millimeter * 8}
 	canvases := plot.Align(grid, tiles, dc)
 	for i := range grid {
 		for j := range grid[i] {

@@ -67,7 +67,7 @@ func TestWriteMarkdown(t *testing.T) {
 		"## large",
 		"| graft | closed | 16 | — | 32000 | 400 µs |",
 		"| graft | open | 64 | 10000 | 10000 | 80 µs |",
-		"| floor | closed | 16 | — | 45000 | 300 µs | 0 µs | 600 µs | 0 µs | 22.0 | 12.0 | n/a |",
+		"| floor | closed | 16 | — | 45000 | 300 µs | 0 µs | 600 µs | 0 µs | 22.0 | 0/0 | 12.0 | n/a |",
 		"graft/conventional: req/s ×8.00, p99 ×0.10, CPU/req ×0.12",
 		"graft/floor: req/s ×0.71",
 		"| graft p99 at 10000 req/s open loop, small | <= 2 ms | 2.50 ms at 10000 req/s | **no** |",

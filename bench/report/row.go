@@ -43,6 +43,11 @@ type Row struct {
 	Patched   int64   `json:"patched"`
 	RespBytes float64 `json:"resp_bytes"`
 	ReqBytes  int     `json:"req_bytes"`
+	// ServerCPUPct and GenCPUPct are the server's and the load generator's
+	// CPU use over the run (100 = one core busy): a generator near 100 means
+	// the figures are the generator's limit, not the server's.
+	ServerCPUPct float64 `json:"server_cpu_pct"`
+	GenCPUPct    float64 `json:"gen_cpu_pct"`
 	// Percentiles is the latency curve for the plot.
 	Percentiles []Point `json:"percentiles,omitempty"`
 }
