@@ -17,7 +17,7 @@ func Describe(pinned bool) report.Machine {
 		GoVersion: runtime.Version(),
 		Date:      time.Now().UTC().Format("2006-01-02 15:04 UTC"),
 		Kernel:    "unknown",
-		Pinning: "Servers ran with GOMAXPROCS=1, not pinned; the load generator shared the CPUs with them.",
+		Pinning:   "Servers ran with GOMAXPROCS=1, not pinned; the load generator shared the CPUs with them.",
 	}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
