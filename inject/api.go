@@ -1,71 +1,162 @@
 package inject
 
 import (
-	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
 
 	"github.com/graftdev/graft/templates"
 )
 
-// engineState is replaced by the real implementation.
-type engineState struct{ profileNames []string }
+// engineState is the Engine's derived, immutable-after-New state plus its
+// caches and pools.
+type engineState struct {
+	profileNames []string
+	profiles     map[string]*profileState
+	excluded     []string
+	shapes       shapeCache
+	plans        planCache
+	nextPlanID   atomic.Uint32
+	pool         sync.Pool // *scratch
+}
 
-var errTODO = errors.New("engine not implemented yet")
+type profileState struct {
+	name string
+	cfg  Profile
+	// def is the plan for Pods without graft annotations.
+	def *planEntry
+}
 
-// New builds an Engine from cfg and the template set.
+// scratch is per-request working memory, pooled. Slices are truncated, not
+// freed, so steady-state requests do not allocate.
+type scratch struct {
+	rv      review
+	pod     pod
+	edits   []edit
+	inserts []insert
+	notices []notice
+	refsBuf []int
+	key     []byte
+	patch   []byte
+}
+
+func (s *scratch) reset() {
+	s.rv = review{}
+	s.pod.reset()
+	s.edits = s.edits[:0]
+	s.inserts = s.inserts[:0]
+	s.notices = s.notices[:0]
+	s.refsBuf = s.refsBuf[:0]
+	s.key = s.key[:0]
+	s.patch = s.patch[:0]
+}
+
+// New builds an Engine from cfg and the template set. It renders every
+// profile's templates with their defaults, so a bad template or parameter
+// in the configuration fails here, not on the first Pod.
 func New(cfg Config, set *templates.Set, opts ...EngineOption) (*Engine, error) {
+	if set == nil {
+		return nil, fmt.Errorf("%w: no template set", ErrConfig)
+	}
+	cfg = cfg.clone()
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, set: set, impl: &engineState{}}
+	e := &Engine{cfg: cfg, set: set, now: time.Now, impl: &engineState{
+		profiles: make(map[string]*profileState, len(cfg.Profiles)),
+		excluded: cfg.ExcludedNamespaces,
+	}}
 	for _, o := range opts {
 		o(e)
 	}
+	st := e.impl
+	st.shapes.m = make(map[string]*patchTemplate)
+	st.plans.m = make(map[string]*planEntry)
+	st.pool.New = func() any { return new(scratch) }
+	for name, p := range cfg.Profiles {
+		for _, t := range append(slices.Clone(p.Templates), p.AllowedTemplates...) {
+			if _, ok := set.Get(t); !ok {
+				return nil, fmt.Errorf("%w: profile %q: unknown template %q", ErrConfig, name, t)
+			}
+		}
+		ps := &profileState{name: name, cfg: p}
+		def, err := e.buildEntry(ps, p.Templates, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%w: profile %q: %w", ErrConfig, name, err)
+		}
+		if def.denyMsg != "" {
+			return nil, fmt.Errorf("%w: profile %q: %s", ErrConfig, name, def.denyMsg)
+		}
+		ps.def = def
+		st.profiles[name] = ps
+		st.profileNames = append(st.profileNames, name)
+	}
+	slices.Sort(st.profileNames)
 	return e, nil
+}
+
+func (e *Engine) profile(name string) (*profileState, error) {
+	if name == "" {
+		name = e.cfg.DefaultProfile
+	}
+	ps, ok := e.impl.profiles[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownProfile, name)
+	}
+	return ps, nil
 }
 
 // Admit answers the AdmissionReview in body: it appends the response
 // AdmissionReview to dst and returns it with a Result. body is only read,
-// and only during the call. An error means no response was written: the
-// body is not a review (ErrMalformed) or the profile is unknown
-// (ErrUnknownProfile).
+// and only during the call; Result's byte fields alias it. An error means
+// no response was written: the body is not a review (ErrMalformed) or the
+// profile is unknown (ErrUnknownProfile).
 func (e *Engine) Admit(dst, body []byte, o Options) ([]byte, Result, error) {
-	return dst, Result{}, errTODO
+	return e.admit(dst, body, o, nil)
 }
 
 // Fail answers the review in body as the profile's failure mode says for
 // reason (ReasonOverload, ReasonBudgetExceeded or ReasonInternal), without
 // injecting: allowed with a warning, or denied with a message.
 func (e *Engine) Fail(dst, body []byte, o Options, reason Reason) ([]byte, Result, error) {
-	return dst, Result{}, errTODO
+	ps, err := e.profile(o.Profile)
+	if err != nil {
+		return dst, Result{}, err
+	}
+	s := e.getScratch()
+	defer e.putScratch(s)
+	if err := parseReview(b2s(body), &s.rv); err != nil {
+		return dst, Result{}, err
+	}
+	res := Result{Operation: s.rv.operation, Profile: ps.name, DryRun: s.rv.dryRun,
+		UID: s2b(s.rv.uid), Namespace: s2b(s.rv.namespace), Name: s2b(s.rv.name)}
+	return e.fail(dst, &s.rv, ps, reason, &res), res, nil
 }
 
-// Explanation is what `graft explain` shows: the decision and everything
-// that led to it.
-type Explanation struct {
-	Result    Result
-	Profile   string
-	Templates []string
-	Params    []ParamValue
-	Warnings  []string
-	// Message is the deny message, if denied.
-	Message string
-	// Patch is the RFC 6902 patch (JSON), if any.
-	Patch []byte
-	// Response is the whole AdmissionReview response.
-	Response []byte
+func (e *Engine) getScratch() *scratch { return e.impl.pool.Get().(*scratch) }
+
+func (e *Engine) putScratch(s *scratch) {
+	s.reset()
+	e.impl.pool.Put(s)
 }
 
-// ParamValue is one template parameter's effective value and its source.
-type ParamValue struct {
-	Template string
-	Param    string
-	Value    string
-	// Source is "default", "profile" or "annotation".
-	Source string
+// s2b returns the bytes of s without copying; callers must not modify them.
+func s2b(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
-// Explain admits body like Admit and reports the details behind the answer.
-// It allocates freely: it is for humans, not the request path.
-func (e *Engine) Explain(body []byte, o Options) (*Explanation, error) {
-	return nil, errTODO
+func (c Config) clone() Config {
+	out := c
+	out.Profiles = make(map[string]Profile, len(c.Profiles))
+	for k, v := range c.Profiles {
+		out.Profiles[k] = v
+	}
+	out.ExcludedNamespaces = slices.Clone(c.ExcludedNamespaces)
+	return out
 }

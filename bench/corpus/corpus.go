@@ -62,36 +62,42 @@ func specs() map[string]Spec {
 // Build generates the AdmissionReview for s.
 func Build(s Spec) []byte {
 	r := rand.New(rand.NewPCG(s.Seed, 0x67726166))
-	b, err := json.Marshal(Envelope(s.APIVersion, fmt.Sprintf("7c5e2b1a-0000-4000-8000-%012d", s.Seed), "CREATE", "shop", Pod(r, s)))
-	if err != nil {
-		panic(fmt.Sprintf("corpus: marshal: %v", err)) // only plain maps and slices
-	}
-	return b
+	return Marshal(s.APIVersion, fmt.Sprintf("7c5e2b1a-0000-4000-8000-%012d", s.Seed), "CREATE", "shop", Pod(r, s))
 }
 
-// Envelope wraps object in an AdmissionReview request.
-func Envelope(apiVersion, uid, op, namespace string, object any) map[string]any {
+// Marshal writes an AdmissionReview request around object with the fields
+// in the order the API server writes them (uid and operation before the
+// object), so benchmarks read what production reads.
+func Marshal(apiVersion, uid, op, namespace string, object any) []byte {
 	if apiVersion == "" {
 		apiVersion = "admission.k8s.io/v1"
 	}
-	return map[string]any{
-		"apiVersion": apiVersion,
-		"kind":       "AdmissionReview",
-		"request": map[string]any{
-			"uid":             uid,
-			"kind":            map[string]any{"group": "", "version": "v1", "kind": "Pod"},
-			"resource":        map[string]any{"group": "", "version": "v1", "resource": "pods"},
-			"requestKind":     map[string]any{"group": "", "version": "v1", "kind": "Pod"},
-			"requestResource": map[string]any{"group": "", "version": "v1", "resource": "pods"},
-			"namespace":       namespace,
-			"operation":       op,
-			"userInfo":        map[string]any{"username": "system:serviceaccount:kube-system:replicaset-controller", "uid": "b1f7c0de-5a5a-4b4b-9c9c-0123456789ab", "groups": []any{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}},
-			"object":          object,
-			"oldObject":       nil,
-			"dryRun":          false,
-			"options":         map[string]any{"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
-		},
+	gvk := map[string]any{"group": "", "version": "v1", "kind": "Pod"}
+	gvr := map[string]any{"group": "", "version": "v1", "resource": "pods"}
+	fields := []struct {
+		key string
+		val any
+	}{
+		{"uid", uid}, {"kind", gvk}, {"resource", gvr}, {"requestKind", gvk}, {"requestResource", gvr},
+		{"namespace", namespace}, {"operation", op},
+		{"userInfo", map[string]any{"username": "system:serviceaccount:kube-system:replicaset-controller", "uid": "b1f7c0de-5a5a-4b4b-9c9c-0123456789ab", "groups": []any{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}}},
+		{"object", object}, {"oldObject", nil}, {"dryRun", false},
+		{"options", map[string]any{"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}},
 	}
+	b := []byte(`{"kind":"AdmissionReview","apiVersion":` + strconv.Quote(apiVersion) + `,"request":{`)
+	for i, f := range fields {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, f.key)
+		b = append(b, ':')
+		v, err := json.Marshal(f.val)
+		if err != nil {
+			panic(fmt.Sprintf("corpus: marshal %s: %v", f.key, err)) // only plain maps and slices
+		}
+		b = append(b, v...)
+	}
+	return append(b, "}}"...)
 }
 
 // Pod generates a realistic Pod: env with valueFrom, ports, mounts, probes,

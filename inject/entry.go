@@ -1,0 +1,228 @@
+package inject
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/graftdev/graft/templates"
+)
+
+// planEntry is the cached outcome of choosing templates and parameters for
+// a profile and a set of Pod annotations: a plan to inject, or a denial.
+type planEntry struct {
+	plan *plan
+	// skip is set when the Pod selected no templates.
+	skip bool
+	// denyMsg, when set, denies the Pod with reason.
+	denyMsg string
+	reason  Reason
+	// warnings are quoted JSON strings, returned with the response.
+	warnings [][]byte
+	params   []ParamValue
+}
+
+// planCache holds entries for Pods that carry graft annotations, keyed by
+// profile and those annotations. Bounded like shapeCache.
+type planCache struct {
+	mu sync.RWMutex
+	m  map[string]*planEntry
+}
+
+const maxPlans = 1024
+
+// entryFor returns the plan entry for p under ps. Pods without graft
+// annotations share the profile's default entry; others hit the cache and,
+// on a miss, render (the only place the request path runs a template).
+func (e *Engine) entryFor(ps *profileState, p *pod, s *scratch) (*planEntry, error) {
+	if !p.hasGraftAnnotations() {
+		return ps.def, nil
+	}
+	key := append(s.key[:0], ps.name...)
+	for _, a := range p.annotationKeys {
+		if strings.HasPrefix(a.key, graftPrefix) && a.key != annotationStatus {
+			key = append(key, 0)
+			key = append(key, a.key...)
+			key = append(key, 0)
+			key = append(key, a.value...)
+		}
+	}
+	s.key = key
+	c := &e.impl.plans
+	c.mu.RLock()
+	ent := c.m[string(key)]
+	c.mu.RUnlock()
+	if ent != nil {
+		return ent, nil
+	}
+	ent, err := e.entryForAnnotations(ps, p)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if len(c.m) < maxPlans {
+		c.m[string(key)] = ent
+	}
+	c.mu.Unlock()
+	return ent, nil
+}
+
+// hasGraftAnnotations reports whether the Pod chooses templates or sets
+// parameters.
+func (p *pod) hasGraftAnnotations() bool {
+	for _, a := range p.annotationKeys {
+		if strings.HasPrefix(a.key, graftPrefix) && a.key != annotationStatus {
+			return true
+		}
+	}
+	return false
+}
+
+// entryForAnnotations decides templates and parameters from the Pod's
+// annotations and renders the plan. Slow path: allocates freely.
+func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, error) {
+	var warnings []string
+	names := ps.cfg.Templates
+	if raw, ok := p.annotation(annotationTemplates); ok {
+		val, err := unquoteRaw(raw, strings.Contains(raw, `\`))
+		if err != nil {
+			return nil, err
+		}
+		chosen, problem := selectTemplates(ps.cfg, val)
+		switch {
+		case problem == "":
+			names = chosen
+		case ps.cfg.OnInvalidParams == InvalidDeny:
+			return &planEntry{denyMsg: problem, reason: ReasonTemplateSelection}, nil
+		default:
+			warnings = append(warnings, problem+"; using the profile's templates")
+		}
+	}
+	if len(names) == 0 {
+		return &planEntry{skip: true}, nil
+	}
+	overrides := map[string]map[string]string{}
+	for _, a := range p.annotationKeys {
+		rest, ok := strings.CutPrefix(a.key, graftPrefix)
+		if !ok {
+			continue
+		}
+		tmplName, param, ok := strings.Cut(rest, ".")
+		if !ok || !slices.Contains(names, tmplName) {
+			continue
+		}
+		val, err := unquoteRaw(a.value, strings.Contains(a.value, `\`))
+		if err != nil {
+			return nil, err
+		}
+		t, _ := e.set.Get(tmplName)
+		prm, ok := t.Param(param)
+		if !ok {
+			problem := fmt.Sprintf("annotation %s: template %s has no parameter %q", a.key, tmplName, param)
+			if ps.cfg.OnInvalidParams == InvalidDeny {
+				return &planEntry{denyMsg: problem, reason: ReasonInvalidParams}, nil
+			}
+			warnings = append(warnings, problem+"; ignored")
+			continue
+		}
+		if _, err := prm.Parse(val); err != nil {
+			perr := &templates.ParamError{Template: tmplName, Param: param, Value: val, Rule: err.Error()}
+			if ps.cfg.OnInvalidParams == InvalidDeny {
+				return &planEntry{denyMsg: perr.Error(), reason: ReasonInvalidParams}, nil
+			}
+			warnings = append(warnings, perr.Error()+"; using the default")
+			continue
+		}
+		if overrides[tmplName] == nil {
+			overrides[tmplName] = map[string]string{}
+		}
+		overrides[tmplName][param] = val
+	}
+	ent, err := e.buildEntry(ps, names, overrides)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warnings {
+		ent.warnings = append(ent.warnings, appendJSONString(nil, shortWarning("graft: "+w)))
+	}
+	return ent, nil
+}
+
+// selectTemplates parses a graft.dev/templates value against what the
+// profile allows. problem is empty when the selection is valid.
+func selectTemplates(p Profile, val string) (names []string, problem string) {
+	allowed := p.AllowedTemplates
+	if len(allowed) == 0 {
+		allowed = p.Templates
+	}
+	for _, n := range strings.Split(val, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if !slices.Contains(allowed, n) {
+			return nil, fmt.Sprintf("annotation %s=%q: template %q is not allowed here (allowed: %s)",
+				annotationTemplates, val, n, strings.Join(allowed, ", "))
+		}
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names, ""
+}
+
+// buildEntry renders names with the profile's parameters overlaid by the
+// Pod's overrides.
+func (e *Engine) buildEntry(ps *profileState, names []string, overrides map[string]map[string]string) (*planEntry, error) {
+	params := map[string]map[string]string{}
+	var sources []ParamValue
+	for _, n := range names {
+		t, ok := e.set.Get(n)
+		if !ok {
+			return nil, fmt.Errorf("unknown template %q", n)
+		}
+		vals := map[string]string{}
+		for _, prm := range t.Params {
+			v, src := prm.Default, "default"
+			if pv, ok := ps.cfg.Params[n][prm.Name]; ok {
+				v, src = pv, "profile"
+			}
+			if ov, ok := overrides[n][prm.Name]; ok {
+				v, src = ov, "annotation"
+			}
+			if src != "default" {
+				vals[prm.Name] = v
+			}
+			sources = append(sources, ParamValue{Template: n, Param: prm.Name, Value: v, Source: src})
+		}
+		for pn := range ps.cfg.Params[n] {
+			if _, ok := t.Param(pn); !ok {
+				return nil, fmt.Errorf("profile sets unknown parameter %s.%s", n, pn)
+			}
+		}
+		params[n] = vals
+	}
+	pl, err := buildPlan(e.impl.nextPlanID.Add(1), e.set, names, params)
+	if err != nil {
+		var perr *templates.ParamError
+		if errors.As(err, &perr) {
+			return &planEntry{denyMsg: perr.Error(), reason: ReasonInvalidParams}, nil
+		}
+		return nil, err
+	}
+	return &planEntry{plan: pl, params: sources}, nil
+}
+
+// maxWarning keeps each warning under the 120 characters kubectl shows.
+const maxWarning = 119
+
+// shortWarning cuts w to maxWarning characters, marking the cut.
+func shortWarning(w string) string {
+	r := []rune(w)
+	if len(r) <= maxWarning {
+		return w
+	}
+	return string(r[:maxWarning-1]) + "…"
+}

@@ -1,0 +1,209 @@
+package inject
+
+import (
+	"errors"
+	"strings"
+	"unsafe"
+
+	"github.com/bytedance/sonic/ast"
+)
+
+// errSyntax is returned by the scanner for text that is not JSON where the
+// engine reads it. Callers wrap it with ErrMalformed and a location.
+var errSyntax = errors.New("invalid JSON")
+
+// scanner walks JSON text in place without decoding it: the engine reads a
+// few keys and spans of an AdmissionReview, never the whole document.
+//
+// Why our own tokenizer: sonic's public look-ups return an ast.Node whose
+// accessors make it escape (one allocation per look-up) and hide byte
+// offsets, which the patch needs. So the tokenizer here handles keys and
+// scalars, and every nested object or array graft does not need is skipped
+// by sonic's native (SIMD) skipper via skipComposite.
+type scanner struct {
+	s string
+	i int
+}
+
+func (sc *scanner) ws() {
+	for sc.i < len(sc.s) {
+		switch sc.s[sc.i] {
+		case ' ', '\t', '\n', '\r':
+			sc.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next non-space byte, or 0 at the end.
+func (sc *scanner) peek() byte {
+	sc.ws()
+	if sc.i < len(sc.s) {
+		return sc.s[sc.i]
+	}
+	return 0
+}
+
+// str reads a string and returns its raw content (between the quotes, still
+// escaped) and whether it holds escapes. One pass, byte by byte: Pod strings
+// are short, where a call to a vectorised search costs more than it saves.
+func (sc *scanner) str() (raw string, escaped bool, err error) {
+	if sc.peek() != '"' {
+		return "", false, errSyntax
+	}
+	s := sc.s
+	start := sc.i + 1
+	for j := start; j < len(s); j++ {
+		switch s[j] {
+		case '"':
+			sc.i = j + 1
+			return s[start:j], escaped, nil
+		case '\\':
+			escaped = true
+			j++
+		}
+	}
+	return "", false, errSyntax
+}
+
+// skip moves past one value of any type.
+func (sc *scanner) skip() error {
+	switch sc.peek() {
+	case '"':
+		_, _, err := sc.str()
+		return err
+	case '{', '[':
+		return sc.skipComposite()
+	case 't':
+		return sc.lit("true")
+	case 'f':
+		return sc.lit("false")
+	case 'n':
+		return sc.lit("null")
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		j := sc.i + 1
+		for j < len(sc.s) && strings.IndexByte("0123456789+-.eE", sc.s[j]) >= 0 {
+			j++
+		}
+		sc.i = j
+		return nil
+	}
+	return errSyntax
+}
+
+func (sc *scanner) lit(word string) error {
+	if !strings.HasPrefix(sc.s[sc.i:], word) {
+		return errSyntax
+	}
+	sc.i += len(word)
+	return nil
+}
+
+// isNull consumes a null literal if one is next.
+func (sc *scanner) isNull() bool {
+	if sc.peek() == 'n' && strings.HasPrefix(sc.s[sc.i:], "null") {
+		sc.i += 4
+		return true
+	}
+	return false
+}
+
+// boolean reads true or false.
+func (sc *scanner) boolean() (bool, error) {
+	switch sc.peek() {
+	case 't':
+		return true, sc.lit("true")
+	case 'f':
+		return false, sc.lit("false")
+	}
+	return false, errSyntax
+}
+
+// skipComposite skips the object or array at sc.i with sonic's native
+// skipper, which does not allocate when called with an empty path.
+func (sc *scanner) skipComposite() error {
+	sr := ast.NewSearcher(sc.s[sc.i:])
+	sr.ValidateJSON = false
+	n, err := sr.GetByPath()
+	if err != nil {
+		return errSyntax
+	}
+	raw, ok := rawSpan(&n)
+	if !ok || len(raw) == 0 {
+		return errSyntax
+	}
+	sc.i = int(uintptr(unsafe.Pointer(unsafe.StringData(raw)))-uintptr(unsafe.Pointer(unsafe.StringData(sc.s)))) + len(raw)
+	return nil
+}
+
+// sonicNode mirrors the layout of ast.Node in the pinned sonic version
+// (v1.15.5). Node.Raw would give the same string but makes the node escape
+// to the heap; TestSonicNodeLayout keeps this mirror honest.
+type sonicNode struct {
+	t int
+	l uint
+	p unsafe.Pointer
+	m unsafe.Pointer
+}
+
+const sonicRawFlag = 1 << 8
+
+func rawSpan(n *ast.Node) (string, bool) {
+	m := (*sonicNode)(unsafe.Pointer(n))
+	if m.t&sonicRawFlag == 0 || m.p == nil {
+		return "", false
+	}
+	return unsafe.String((*byte)(m.p), m.l), true
+}
+
+// Iteration over objects and arrays. Usage:
+//
+//	if err := sc.open('{'); err != nil { ... }
+//	for first := true; ; first = false {
+//		more, err := sc.next('}', first)
+//		if err != nil || !more { ... }
+//		key, _, err := sc.key()
+//		...read or skip the value...
+//	}
+func (sc *scanner) open(c byte) error {
+	if sc.peek() != c {
+		return errSyntax
+	}
+	sc.i++
+	return nil
+}
+
+// next reports whether another member follows, consuming the separator or
+// the closing bracket.
+func (sc *scanner) next(closer byte, first bool) (bool, error) {
+	c := sc.peek()
+	if c == closer {
+		sc.i++
+		return false, nil
+	}
+	if !first {
+		if c != ',' {
+			return false, errSyntax
+		}
+		sc.i++
+	}
+	return true, nil
+}
+
+// key reads an object key and its colon.
+func (sc *scanner) key() (string, bool, error) {
+	k, esc, err := sc.str()
+	if err != nil {
+		return "", false, err
+	}
+	if sc.peek() != ':' {
+		return "", false, errSyntax
+	}
+	sc.i++
+	return k, esc, nil
+}
+
+// str2b and b2s convert without copying. The engine reads the request body
+// only during a call, so strings made this way never outlive it.
+func b2s(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

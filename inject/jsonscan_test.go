@@ -1,0 +1,58 @@
+package inject
+
+import (
+	"testing"
+
+	"github.com/bytedance/sonic/ast"
+)
+
+// TestSonicNodeLayout pins the ast.Node mirror used by skipComposite to the
+// sonic version in go.mod: if sonic changes Node, this fails first.
+func TestSonicNodeLayout(t *testing.T) {
+	for _, in := range []string{`{"a":[1,2,{"b":"c"}]} ,x`, `[1, "two", null]]`, `{}`, `[]`, `{"k":"v\"}"}`} {
+		sr := ast.NewSearcher(in)
+		sr.ValidateJSON = false
+		n, err := sr.GetByPath()
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		got, ok := rawSpan(&n)
+		want, err := n.Raw()
+		if !ok || err != nil || got != want {
+			t.Errorf("%q: mirror %q (ok %v), Raw %q (%v)", in, got, ok, want, err)
+		}
+	}
+}
+
+func TestScannerSkip(t *testing.T) {
+	tests := []struct {
+		in      string
+		wantEnd int
+		wantErr bool
+	}{
+		{`"abc"x`, 5, false},
+		{`"a\"b"x`, 6, false},
+		{`"a\\"x`, 5, false},
+		{`{"a":{"b":[1,2]}} x`, 17, false},
+		{`[1,[2,[3]]],`, 11, false},
+		{`true,`, 4, false},
+		{`null`, 4, false},
+		{`-12.5e3,`, 7, false},
+		{`"unterminated`, 0, true},
+		{`{"a":`, 0, true},
+		{`nul`, 0, true},
+		{``, 0, true},
+		{`}`, 0, true},
+	}
+	for _, tt := range tests {
+		sc := scanner{s: tt.in}
+		err := sc.skip()
+		if (err != nil) != tt.wantErr {
+			t.Errorf("%q: err = %v, want error %v", tt.in, err, tt.wantErr)
+			continue
+		}
+		if err == nil && sc.i != tt.wantEnd {
+			t.Errorf("%q: end %d, want %d", tt.in, sc.i, tt.wantEnd)
+		}
+	}
+}

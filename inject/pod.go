@@ -1,0 +1,349 @@
+package inject
+
+import (
+	"errors"
+	"strings"
+)
+
+// Well-known names graft reads on a Pod.
+const (
+	labelInject         = "graft.dev/inject"
+	annotationStatus    = "graft.dev/status"
+	annotationTemplates = "graft.dev/templates"
+	annotationMirror    = "kubernetes.io/config.mirror"
+	graftPrefix         = "graft.dev/"
+)
+
+// presence says whether a map or list member exists, is null, or holds a value.
+type presence uint8
+
+const (
+	absent presence = iota
+	isNull
+	present
+)
+
+// pod is what the engine reads of a Pod: names and the shape of the lists
+// and maps graft may touch. Strings alias the request body (raw JSON string
+// content). The slices are reused across requests (see scratch).
+type pod struct {
+	spec               string // the spec object's span
+	name, generateName string
+	hostNetwork        bool
+
+	annotations, labels presence
+	annotationKeys      []kv // every annotation: graft's own are looked up here
+	labelKeys           []kv
+
+	containers     []container
+	containersSeen presence
+	initContainers []initContainer
+	inits          presence
+	volumes        []string
+	vols           presence
+	pullSecrets    []string
+	secrets        presence
+
+	// names and mounts back the per-container env and volumeMounts lists.
+	envNames []string
+	mounts   []mount
+}
+
+type kv struct{ key, value string }
+
+type container struct {
+	name                  string
+	env, volumeMounts     presence
+	envFrom, envTo        int // span of pod.envNames
+	mountsFrom, mountsTo  int // span of pod.mounts
+	envCount, mountsCount int
+}
+
+type initContainer struct {
+	name    string
+	sidecar bool // restartPolicy: Always
+}
+
+type mount struct{ name, path string }
+
+func (p *pod) reset() {
+	*p = pod{
+		annotationKeys: p.annotationKeys[:0],
+		labelKeys:      p.labelKeys[:0],
+		containers:     p.containers[:0],
+		initContainers: p.initContainers[:0],
+		volumes:        p.volumes[:0],
+		pullSecrets:    p.pullSecrets[:0],
+		envNames:       p.envNames[:0],
+		mounts:         p.mounts[:0],
+	}
+}
+
+func (p *pod) annotation(key string) (string, bool) { return lookup(p.annotationKeys, key) }
+func (p *pod) label(key string) (string, bool)      { return lookup(p.labelKeys, key) }
+
+func lookup(kvs []kv, key string) (string, bool) {
+	for _, e := range kvs {
+		if e.key == key {
+			return e.value, true
+		}
+	}
+	return "", false
+}
+
+// displayName is the name for logs: name, or generateName for Pods named
+// by the API server.
+func (p *pod) displayName() string {
+	if p.name != "" {
+		return p.name
+	}
+	return p.generateName
+}
+
+// parsePodMeta reads the Pod's metadata and notes where its spec is, so
+// the policy can skip a Pod on its labels before the spec is read.
+func parsePodMeta(obj string, p *pod) error {
+	p.reset()
+	sc := scanner{s: obj}
+	var sawMeta bool
+	err := eachKey(&sc, func(k string) error {
+		switch k {
+		case "metadata":
+			sawMeta = true
+			return parseMetadata(&sc, p)
+		case "spec":
+			start := sc.i
+			if sc.peek() != '{' {
+				return errSyntax
+			}
+			err := sc.skipComposite()
+			p.spec = obj[start:sc.i]
+			return err
+		}
+		return sc.skip()
+	})
+	if err == nil && (!sawMeta || p.spec == "") {
+		return errNoMetaOrSpec
+	}
+	return err
+}
+
+var errNoMetaOrSpec = errors.New("metadata or spec missing")
+
+// parsePodSpec reads the spec found by parsePodMeta.
+func parsePodSpec(p *pod) error {
+	sc := scanner{s: p.spec}
+	return parseSpec(&sc, p)
+}
+
+// eachKey calls fn for each key of the object at sc, with sc positioned at
+// the value; fn must consume it. A null object has no keys.
+func eachKey(sc *scanner, fn func(key string) error) error {
+	if sc.isNull() {
+		return nil
+	}
+	if err := sc.open('{'); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		more, err := sc.next('}', first)
+		if err != nil || !more {
+			return err
+		}
+		k, _, err := sc.key()
+		if err != nil {
+			return err
+		}
+		if err := fn(k); err != nil {
+			return err
+		}
+	}
+}
+
+// eachElem calls fn for each element of the array at sc; fn must consume it.
+func eachElem(sc *scanner, fn func() error) error {
+	if err := sc.open('['); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		more, err := sc.next(']', first)
+		if err != nil || !more {
+			return err
+		}
+		if err := fn(); err != nil {
+			return err
+		}
+	}
+}
+
+// member reads the presence of a map or list value, consuming a null.
+func member(sc *scanner) presence {
+	if sc.isNull() {
+		return isNull
+	}
+	return present
+}
+
+func parseMetadata(sc *scanner, p *pod) error {
+	return eachKey(sc, func(k string) error {
+		var err error
+		switch k {
+		case "name":
+			p.name, err = optString(sc)
+		case "generateName":
+			p.generateName, err = optString(sc)
+		case "annotations":
+			if p.annotations = member(sc); p.annotations == present {
+				p.annotationKeys, err = parseStringMap(sc, p.annotationKeys)
+			}
+		case "labels":
+			if p.labels = member(sc); p.labels == present {
+				p.labelKeys, err = parseStringMap(sc, p.labelKeys)
+			}
+		default:
+			err = sc.skip()
+		}
+		return err
+	})
+}
+
+// parseStringMap appends the members of a map[string]string. Values that
+// are not strings are kept empty: the API server would reject them anyway.
+func parseStringMap(sc *scanner, dst []kv) ([]kv, error) {
+	err := eachKey(sc, func(k string) error {
+		if sc.peek() != '"' {
+			dst = append(dst, kv{key: k})
+			return sc.skip()
+		}
+		v, _, err := sc.str()
+		dst = append(dst, kv{key: k, value: v})
+		return err
+	})
+	return dst, err
+}
+
+func parseSpec(sc *scanner, p *pod) error {
+	return eachKey(sc, func(k string) error {
+		switch k {
+		case "hostNetwork":
+			if sc.isNull() {
+				return nil
+			}
+			var err error
+			p.hostNetwork, err = sc.boolean()
+			return err
+		case "containers":
+			if p.containersSeen = member(sc); p.containersSeen == isNull {
+				return nil
+			}
+			return eachElem(sc, func() error { return parseContainer(sc, p) })
+		case "initContainers":
+			if p.inits = member(sc); p.inits == isNull {
+				return nil
+			}
+			return eachElem(sc, func() error {
+				var c initContainer
+				err := eachKey(sc, func(k string) error {
+					var err error
+					switch k {
+					case "name":
+						c.name, err = optString(sc)
+					case "restartPolicy":
+						var rp string
+						rp, err = optString(sc)
+						c.sidecar = rp == "Always"
+					default:
+						err = sc.skip()
+					}
+					return err
+				})
+				p.initContainers = append(p.initContainers, c)
+				return err
+			})
+		case "volumes":
+			if p.vols = member(sc); p.vols == isNull {
+				return nil
+			}
+			return parseNamed(sc, &p.volumes)
+		case "imagePullSecrets":
+			if p.secrets = member(sc); p.secrets == isNull {
+				return nil
+			}
+			return parseNamed(sc, &p.pullSecrets)
+		}
+		return sc.skip()
+	})
+}
+
+// parseNamed appends the name of each object in the array at sc.
+func parseNamed(sc *scanner, dst *[]string) error {
+	return eachElem(sc, func() error {
+		var name string
+		err := eachKey(sc, func(k string) error {
+			if k == "name" {
+				var err error
+				name, err = optString(sc)
+				return err
+			}
+			return sc.skip()
+		})
+		*dst = append(*dst, name)
+		return err
+	})
+}
+
+func parseContainer(sc *scanner, p *pod) error {
+	c := container{envFrom: len(p.envNames), envTo: len(p.envNames), mountsFrom: len(p.mounts), mountsTo: len(p.mounts)}
+	err := eachKey(sc, func(k string) error {
+		var err error
+		switch k {
+		case "name":
+			c.name, err = optString(sc)
+		case "env":
+			if c.env = member(sc); c.env == present {
+				c.envFrom = len(p.envNames)
+				err = parseNamed(sc, &p.envNames)
+				c.envTo = len(p.envNames)
+			}
+		case "volumeMounts":
+			if c.volumeMounts = member(sc); c.volumeMounts == present {
+				c.mountsFrom = len(p.mounts)
+				err = eachElem(sc, func() error {
+					var m mount
+					err := eachKey(sc, func(k string) error {
+						var err error
+						switch k {
+						case "name":
+							m.name, err = optString(sc)
+						case "mountPath":
+							m.path, err = optString(sc)
+						default:
+							err = sc.skip()
+						}
+						return err
+					})
+					p.mounts = append(p.mounts, m)
+					return err
+				})
+				c.mountsTo = len(p.mounts)
+			}
+		default:
+			err = sc.skip()
+		}
+		return err
+	})
+	c.envCount = c.envTo - c.envFrom
+	c.mountsCount = c.mountsTo - c.mountsFrom
+	p.containers = append(p.containers, c)
+	return err
+}
+
+// hasGraftOverrides reports whether any annotation might set a parameter.
+func (p *pod) hasGraftOverrides() bool {
+	for _, a := range p.annotationKeys {
+		if rest, ok := strings.CutPrefix(a.key, graftPrefix); ok && strings.IndexByte(rest, '.') > 0 {
+			return true
+		}
+	}
+	return false
+}

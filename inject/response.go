@@ -1,0 +1,127 @@
+package inject
+
+import (
+	"encoding/base64"
+	"strconv"
+	"unicode/utf8"
+)
+
+// responseWriter appends an AdmissionReview response in the version of the
+// request. Fields are written in a fixed order so equal inputs give equal
+// bytes.
+type responseWriter struct {
+	dst      []byte
+	warnings int
+}
+
+func (w *responseWriter) begin(rv *review, allowed bool) {
+	w.dst = append(w.dst, `{"apiVersion":"`...)
+	w.dst = append(w.dst, rv.apiVersion...)
+	w.dst = append(w.dst, `","kind":"AdmissionReview","response":{"uid":"`...)
+	w.dst = append(w.dst, rv.uid...) // validated by parseReview
+	if allowed {
+		w.dst = append(w.dst, `","allowed":true`...)
+	} else {
+		w.dst = append(w.dst, `","allowed":false`...)
+	}
+}
+
+// patch writes patchType and the base64 patch.
+func (w *responseWriter) patch(p []byte) {
+	w.dst = append(w.dst, `,"patchType":"JSONPatch","patch":"`...)
+	w.dst = base64.StdEncoding.AppendEncode(w.dst, p)
+	w.dst = append(w.dst, '"')
+}
+
+// status writes a denial's status.
+func (w *responseWriter) status(code int, reason, message string) {
+	w.dst = append(w.dst, `,"status":{"status":"Failure","code":`...)
+	w.dst = strconv.AppendInt(w.dst, int64(code), 10)
+	w.dst = append(w.dst, `,"reason":`...)
+	w.dst = appendJSONString(w.dst, reason)
+	w.dst = append(w.dst, `,"message":`...)
+	w.dst = appendJSONString(w.dst, message)
+	w.dst = append(w.dst, '}')
+}
+
+// warn opens the warnings array on first use and appends one warning made
+// of parts (plain strings, escaped here).
+func (w *responseWriter) warn(parts ...string) {
+	if w.warnings == 0 {
+		w.dst = append(w.dst, `,"warnings":[`...)
+	} else {
+		w.dst = append(w.dst, ',')
+	}
+	w.warnings++
+	w.dst = append(w.dst, '"')
+	for _, p := range parts {
+		w.dst = appendEscaped(w.dst, p)
+	}
+	w.dst = append(w.dst, '"')
+}
+
+// warnRaw appends a warning that is already a quoted JSON string.
+func (w *responseWriter) warnRaw(quoted []byte) {
+	if w.warnings == 0 {
+		w.dst = append(w.dst, `,"warnings":[`...)
+	} else {
+		w.dst = append(w.dst, ',')
+	}
+	w.warnings++
+	w.dst = append(w.dst, quoted...)
+}
+
+func (w *responseWriter) endWarnings() {
+	if w.warnings > 0 {
+		w.dst = append(w.dst, ']')
+	}
+}
+
+func (w *responseWriter) audit(obj []byte) {
+	w.dst = append(w.dst, `,"auditAnnotations":`...)
+	w.dst = append(w.dst, obj...)
+}
+
+func (w *responseWriter) end() []byte {
+	return append(w.dst, "}}"...)
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	dst = appendEscaped(dst, s)
+	return append(dst, '"')
+}
+
+// appendEscaped appends s escaped as JSON string content; invalid UTF-8
+// becomes U+FFFD.
+func appendEscaped(dst []byte, s string) []byte {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				dst = append(dst, '\\', c)
+			case c < 0x20:
+				dst = appendControl(dst, c)
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			dst = append(dst, `\ufffd`...)
+		} else {
+			dst = append(dst, s[i:i+n]...)
+		}
+		i += n
+	}
+	return dst
+}
+
+func appendControl(dst []byte, c byte) []byte {
+	const hex = "0123456789abcdef"
+	return append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+}
