@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/graftdev/graft/templates"
 	"gomodules.xyz/jsonpatch/v2"
@@ -38,14 +39,32 @@ type injector struct {
 	appMounts   []corev1.VolumeMount
 	annotations []templates.KV
 	labels      []templates.KV
+	audit       map[string]string
+}
+
+func elementNames(els []templates.Element) []string {
+	var out []string
+	for _, e := range els {
+		out = append(out, e.Name)
+	}
+	return out
 }
 
 func newInjectorFrom(names []string, f *templates.Fragment) (*injector, error) {
-	status, err := json.Marshal(map[string]any{"templates": names})
+	// The same status graft writes, so both answers carry the same bytes.
+	status, err := json.Marshal(struct {
+		Templates      []string `json:"templates"`
+		Containers     []string `json:"containers,omitempty"`
+		InitContainers []string `json:"initContainers,omitempty"`
+		Volumes        []string `json:"volumes,omitempty"`
+	}{names, elementNames(f.Containers), elementNames(f.InitContainers), elementNames(f.Volumes)})
 	if err != nil {
 		return nil, err
 	}
-	in := &injector{status: string(status), annotations: f.Annotations, labels: f.Labels}
+	in := &injector{
+		status: string(status), annotations: f.Annotations, labels: f.Labels,
+		audit: map[string]string{"injected-templates": strings.Join(names, ",")},
+	}
 	for _, d := range []struct {
 		els []templates.Element
 		add func(raw []byte) error
@@ -143,6 +162,7 @@ func (in *injector) review(req *admissionv1.AdmissionRequest) *admissionv1.Admis
 			resp.Patch, err = json.Marshal(ops)
 			pt := admissionv1.PatchTypeJSONPatch
 			resp.PatchType = &pt
+			resp.AuditAnnotations = in.audit
 		}
 	}
 	if err != nil {
