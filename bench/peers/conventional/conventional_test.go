@@ -14,8 +14,11 @@ import (
 	"github.com/graftdev/graft/bench/corpus"
 	"github.com/graftdev/graft/bench/internal/benchtls"
 	"github.com/graftdev/graft/bench/load"
+	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/templates"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 func newTestInjector(t *testing.T) *injector {
@@ -245,4 +248,64 @@ func hasEnv(c corev1.Container, name string) bool {
 		}
 	}
 	return false
+}
+
+// The conventional peer and graft's engine give the same Pod, so the load
+// test compares the same work.
+func TestSameResultAsGraft(t *testing.T) {
+	in := newTestInjector(t)
+	set, err := templates.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := inject.New(inject.DefaultConfig(), set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{corpus.Small, corpus.Large, corpus.Prepend, corpus.Skip, corpus.V1beta1} {
+		t.Run(name, func(t *testing.T) {
+			body := corpus.Review(name)
+			_, ours := answer(t, in, body)
+			out, _, err := eng.Admit(nil, body, inject.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rev admissionv1.AdmissionReview
+			if err := json.Unmarshal(out, &rev); err != nil {
+				t.Fatal(err)
+			}
+			var theirs []byte
+			if len(rev.Response.Patch) > 0 {
+				p, err := jsonpatch.DecodePatch(rev.Response.Patch)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var req admissionv1.AdmissionReview
+				if err := json.Unmarshal(body, &req); err != nil {
+					t.Fatal(err)
+				}
+				if theirs, err = p.Apply(req.Request.Object.Raw); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if (ours == nil) != (theirs == nil) {
+				t.Fatalf("conventional patched: %v, graft patched: %v", ours != nil, theirs != nil)
+			}
+			if ours == nil {
+				return
+			}
+			var a, b corev1.Pod
+			if err := json.Unmarshal(ours, &a); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(theirs, &b); err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(a, b) {
+				aj, _ := json.Marshal(a)
+				bj, _ := json.Marshal(b)
+				t.Errorf("pods differ:\nconventional %s\ngraft        %s", aj, bj)
+			}
+		})
+	}
 }
