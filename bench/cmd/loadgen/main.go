@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
@@ -58,9 +59,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Int64Var(&cfg.MaxRequests, "n", 0, "stop after this many requests (0: no limit)")
 	fs.DurationVar(&cfg.Warmup, "warmup", time.Second, "warm-up before measuring")
 	fs.DurationVar(&cfg.Timeout, "timeout", 10*time.Second, "per-request timeout")
-	fs.Int64Var(&cfg.SampleEvery, "sample", 64, "fully check one response in this many")
+	fs.Int64Var(&cfg.SampleEvery, "sample", 256, "fully check one response in this many")
+	cpuProfile := fs.String("cpuprofile", "", "write the generator's CPU profile here")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	cfg.Mode = load.Mode(mode)
 	if caFile == "" {
