@@ -175,3 +175,16 @@ func TestRunProfilesWithPerf(t *testing.T) {
 		t.Errorf("profile does not look like perf report output:\n%.500s", b)
 	}
 }
+
+func TestDescribe(t *testing.T) {
+	m := Describe(true)
+	if m.Cores < 1 || m.Kernel == "unknown" || m.GoVersion == "" {
+		t.Errorf("machine %+v", m)
+	}
+	if !strings.Contains(m.Pinning, "generator ran on CPU "+selfCPUs()) {
+		t.Errorf("pinning %q does not name the generator's CPUs %q", m.Pinning, selfCPUs())
+	}
+	if strings.Contains(Describe(false).Pinning, "pinned to CPU 0") {
+		t.Error("unpinned machine described as pinned")
+	}
+}

@@ -37,10 +37,24 @@ func Describe(pinned bool) report.Machine {
 		f.Close()
 	}
 	if pinned {
-		m.Pinning = "Servers ran with GOMAXPROCS=1 pinned to CPU 0 (taskset); the load generator ran pinned to CPU 1. " +
-			"TLS over loopback, HTTP/1.1 keep-alive."
+		m.Pinning = "Servers ran with GOMAXPROCS=1 pinned to CPU 0 (taskset); the load generator ran on CPU " + selfCPUs() +
+			". TLS over loopback, HTTP/1.1 keep-alive."
 	}
 	return m
+}
+
+// selfCPUs is this process's CPU affinity as the kernel lists it.
+func selfCPUs() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
 }
 
 // MachineCPUs counts the machine's CPUs, whatever this process's affinity.
