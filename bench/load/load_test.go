@@ -227,3 +227,45 @@ func TestParseRequest(t *testing.T) {
 		t.Errorf("parsed %+v", r)
 	}
 }
+
+// An open-loop run against a server slower than the rate measures from the
+// intended send time, so the queue shows in the latency (no coordinated
+// omission), where a closed loop at the same concurrency sees only the
+// service time.
+func TestOpenLoopShowsQueueing(t *testing.T) {
+	const service = 20 * time.Millisecond
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(service)
+		reviewer{uid: echoUID}.ServeHTTP(w, r)
+	})
+	url, tlsCfg := startServer(t, slow)
+	run := func(mode Mode, drain time.Duration) *Result {
+		res, err := Run(context.Background(), Config{
+			URL: url, TLS: tlsCfg, Requests: testRequests(t), Mode: mode,
+			Concurrency: 1, Rate: 200, Duration: 500 * time.Millisecond, Drain: drain,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.TotalErrors() != 0 {
+			t.Fatalf("%s: errors %v", mode, res.Errors)
+		}
+		return res
+	}
+	closed, open := run(Closed, 0), run(Open, 5*time.Second)
+	// 100 requests scheduled in 0.5 s, served at most 50 a second: the last
+	// waits well over a second.
+	if open.Requests != 100 || open.Unsent != 0 {
+		t.Errorf("open: %d requests, %d unsent; want 100 and 0", open.Requests, open.Unsent)
+	}
+	if p99 := time.Duration(open.PercentileUS(99)) * time.Microsecond; p99 < 50*service {
+		t.Errorf("open-loop p99 %s: want the queue to show (>= %s)", p99, 50*service)
+	}
+	if p99 := time.Duration(closed.PercentileUS(99)) * time.Microsecond; p99 > 10*service {
+		t.Errorf("closed-loop p99 %s: want about the service time %s", p99, service)
+	}
+	// A short drain leaves scheduled requests unsent, and says so.
+	if cut := run(Open, 100*time.Millisecond); cut.Unsent == 0 || cut.Requests+cut.Unsent != 100 {
+		t.Errorf("short drain: %d sent, %d unsent; want some unsent, 100 in all", cut.Requests, cut.Unsent)
+	}
+}
