@@ -24,11 +24,11 @@ bench-load: build bench-tools
 bench-quick: build bench-tools
 	$(BENCHRUN) -quick $(BENCH_PEERS) -out $(BENCH_RESULTS) $(BENCH_FLAGS)
 
-## bench-profile: bench-quick with graft built with symbols and every peer sampled by perf (bench/results/profile-*.txt).
+## bench-profile: bench-quick with graft built with symbols and every peer sampled by perf (bench/results/profile/).
 bench-profile: bench-tools
 	$(GO) build -trimpath -ldflags '-X main.version=$(VERSION)' -o $(BENCH_BIN)/graft ./cmd/graft
 	$(BENCHRUN) -quick -graft $(BENCH_BIN)/graft -conventional $(BENCH_BIN)/conventional -floor $(BENCH_BIN)/floor \
-		-perf graft,conventional,floor -out $(BENCH_RESULTS) $(BENCH_FLAGS)
+		-perf graft,conventional,floor -out $(BENCH_RESULTS)/profile $(BENCH_FLAGS)
 
 # `make bench` runs the load tests as well as the Go benchmarks.
 bench: bench-load
