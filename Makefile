@@ -57,9 +57,10 @@ bench:
 clean:
 	rm -rf $(BIN) $(CACHE)
 
-# Targets owned by the e2e suite and the load tests.
+# Targets owned by the e2e suite, the load tests and the deploy manifests.
 -include e2e/e2e.mk
 -include bench/bench.mk
+-include deploy/deploy.mk
 
 # e2e.mk gives `e2e` its recipe; without it the target does nothing.
 .PHONY: e2e

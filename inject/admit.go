@@ -65,6 +65,7 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 		res.Decision, res.Reason = DecisionDeny, ent.reason
 		if ex != nil {
 			ex.Message = ent.denyMsg
+			ex.Templates = ent.names
 		}
 		w := responseWriter{dst: dst}
 		w.begin(rv, false)
@@ -87,7 +88,7 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 		}
 		e.impl.shapes.put(s.key, pt)
 	}
-	s.patch = appendPatch(s.patch[:0], pt, pl)
+	s.patch = appendPatch(s.patch[:0], pt, pl, s)
 	if e.late(o.Deadline) {
 		return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil
 	}

@@ -110,6 +110,7 @@ func BenchmarkAdmit(b *testing.B) {
 		{"small", corpus.Small},
 		{"large", corpus.Large},
 		{"prepend", corpus.Prepend},
+		{"huge", corpus.Huge},
 	}
 	for _, c := range cases {
 		body := corpus.Review(c.corpus)

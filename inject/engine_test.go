@@ -27,6 +27,7 @@ func TestAdmitRejectsMalformed(t *testing.T) {
 		{"uid with quote escape", strings.Replace(small, `"uid":"7c5e2b1a`, `"uid":"\"7c5e2b1a`, 1), "uid is missing or invalid"},
 		{"null object", strings.Replace(small, `"object":{`, `"object":null,"x":{`, 1), "object is missing"},
 		{"spec not an object", string(corpus.Marshal("", "u1", "CREATE", "shop", map[string]any{"metadata": map[string]any{}, "spec": 1})), "not a readable Pod"},
+		{"null metadata", string(corpus.Marshal("", "u1", "CREATE", "shop", map[string]any{"metadata": nil, "spec": map[string]any{}})), "not a readable Pod"},
 		{"no spec", string(corpus.Marshal("", "u1", "CREATE", "shop", map[string]any{"metadata": map[string]any{}})), "not a readable Pod"},
 	}
 	for _, tt := range tests {
@@ -201,5 +202,20 @@ func TestPlanCacheServesRepeatedOverrides(t *testing.T) {
 	}
 	if allocs != 0 && !raceEnabled {
 		t.Errorf("cached override path: %v allocations, want 0", allocs)
+	}
+}
+
+// TestShapeIgnoresListLengths: Pods that differ only in how many env vars,
+// mounts or containers-worth of elements they hold share one patch shape,
+// so a huge Pod never costs a fresh diff over its whole list.
+func TestShapeIgnoresListLengths(t *testing.T) {
+	e := newTestEngine(t, goldenConfig())
+	for i, n := range []int{0, 3, 50, 5000, 4999} {
+		review := corpus.Build(corpus.Spec{Containers: 1, EnvPerContain: n, Volumes: 2, Seed: uint64(i)})
+		applyResponse(t, review, mustAdmit(t, e, review, Options{}))
+	}
+	// n=0 writes env: null (another shape); the rest share one.
+	if got := len(e.impl.shapes.m); got != 2 {
+		t.Errorf("%d shapes cached, want 2", got)
 	}
 }

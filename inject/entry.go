@@ -16,8 +16,10 @@ type planEntry struct {
 	plan *plan
 	// skip is set when the Pod selected no templates.
 	skip bool
-	// denyMsg, when set, denies the Pod with reason.
+	// denyMsg, when set, denies the Pod with reason; names are the
+	// templates that were chosen, for explain.
 	denyMsg string
+	names   []string
 	reason  Reason
 	// warnings are quoted JSON strings, returned with the response.
 	warnings [][]byte
@@ -122,7 +124,7 @@ func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, erro
 		if !ok {
 			problem := fmt.Sprintf("annotation %s: template %s has no parameter %q", a.key, tmplName, param)
 			if ps.cfg.OnInvalidParams == InvalidDeny {
-				return &planEntry{denyMsg: problem, reason: ReasonInvalidParams}, nil
+				return &planEntry{denyMsg: problem, reason: ReasonInvalidParams, names: names}, nil
 			}
 			warnings = append(warnings, problem+"; ignored")
 			continue
@@ -130,7 +132,7 @@ func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, erro
 		if _, err := prm.Parse(val); err != nil {
 			perr := &templates.ParamError{Template: tmplName, Param: param, Value: val, Rule: err.Error()}
 			if ps.cfg.OnInvalidParams == InvalidDeny {
-				return &planEntry{denyMsg: perr.Error(), reason: ReasonInvalidParams}, nil
+				return &planEntry{denyMsg: perr.Error(), reason: ReasonInvalidParams, names: names}, nil
 			}
 			warnings = append(warnings, perr.Error()+"; using the default")
 			continue

@@ -13,16 +13,24 @@ import (
 )
 
 // The patch is computed by jsondiff on a skeleton of the Pod: only the
-// lists and maps graft adds to, with existing elements as opaque tokens and
-// graft's elements as reference tokens. jsondiff (with LCS, so an insert at
-// index 0 is one op) decides the minimal ops once per distinct skeleton
-// shape; the ops are cached as templates and replayed with the elements'
-// raw bytes, so the request path does not diff, marshal or allocate.
+// lists and maps graft adds to, each run of existing list elements stood in
+// for by one opaque token, and graft's elements by reference tokens.
+// jsondiff (with LCS, so an insert at index 0 is one op) decides the
+// minimal ops once per skeleton shape. A shape does not depend on list
+// lengths, so a Pod with 5,000 env vars costs the same diff as one with
+// five, and the cache stays small. The ops are cached as templates and
+// replayed with the rendered elements' bytes and the request's own indices,
+// so the request path does not diff, marshal or allocate.
 
-// opTemplate is one cached patch operation: everything up to the value, and
-// the value as literal bytes and element references.
+// opTemplate is one cached patch operation.
 type opTemplate struct {
-	head []byte // {"op":"add","path":"/spec/initContainers/0","value":
+	op   string // "add" or "replace"
+	edit int    // index into scratch.edits
+	// ref >= 0: the op inserts that element into a list; its index is the
+	// insert's position in this request. ref < 0: the path is the edit's
+	// pointer followed by tail (a map key, or nothing for a whole list).
+	ref  int
+	tail string // already escaped as JSON Pointer and as JSON string content
 	segs []segment
 }
 
@@ -57,110 +65,155 @@ func (c *shapeCache) put(key []byte, pt *patchTemplate) {
 	c.mu.Unlock()
 }
 
-// shapeKey encodes everything that decides the ops: the plan and each
-// edit's target, state, length and inserts.
+// runMarker stands for a run of existing elements in a shape key.
+const runMarker = 0xff
+
+// shapeKey encodes everything that decides the ops: the plan, and for each
+// edit its target, state and the order of existing runs and inserts.
 func shapeKey(dst []byte, planID uint32, s *scratch) []byte {
 	dst = binary.AppendUvarint(dst, uint64(planID))
-	for _, e := range s.edits {
+	for i := range s.edits {
+		e := &s.edits[i]
 		dst = append(dst, byte(e.target), byte(e.state))
 		dst = binary.AppendUvarint(dst, uint64(e.index))
-		dst = binary.AppendUvarint(dst, uint64(e.length))
 		dst = binary.AppendUvarint(dst, uint64(e.to-e.from))
-		for _, in := range s.inserts[e.from:e.to] {
-			dst = binary.AppendUvarint(dst, uint64(in.pos))
-			dst = binary.AppendUvarint(dst, uint64(in.ref))
-			if in.replace {
-				dst = append(dst, 1)
-			} else {
-				dst = append(dst, 0)
+		if e.isMap() {
+			for _, in := range s.inserts[e.from:e.to] {
+				dst = binary.AppendUvarint(dst, uint64(in.ref))
+				dst = append(dst, boolByte(in.replace))
 			}
+			continue
 		}
+		e.eachItem(s, func(run bool, in insert) {
+			if run {
+				dst = append(dst, runMarker)
+			} else {
+				dst = binary.AppendUvarint(dst, uint64(in.ref))
+			}
+		})
 	}
 	return dst
 }
 
-// pointer returns the JSON Pointer of an edit's list or map.
-func (e *edit) pointer() string {
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// eachItem walks a list edit's desired list: runs of existing elements
+// (run true) and inserts, in order. Inserts are sorted by position.
+func (e *edit) eachItem(s *scratch, fn func(run bool, in insert)) {
+	ins := s.inserts[e.from:e.to]
+	next := 0 // next existing element's position in the desired list
+	used := 0 // existing elements placed so far
+	for _, in := range sortedInserts(ins) {
+		if in.pos > next {
+			fn(true, insert{})
+			used += in.pos - next
+		}
+		fn(false, in)
+		next = in.pos + 1
+	}
+	if e.state == present && used < e.length {
+		fn(true, insert{})
+	}
+}
+
+// sortedInserts returns ins, which merge appends in position order for
+// every target but init containers, sorted by position. Init container
+// groups are few; an insertion sort in place keeps this allocation-free.
+func sortedInserts(ins []insert) []insert {
+	for i := 1; i < len(ins); i++ {
+		for j := i; j > 0 && ins[j].pos < ins[j-1].pos; j-- {
+			ins[j], ins[j-1] = ins[j-1], ins[j]
+		}
+	}
+	return ins
+}
+
+// appendPointer appends the JSON Pointer of an edit's list or map.
+func (e *edit) appendPointer(dst []byte) []byte {
 	switch e.target {
 	case tInits:
-		return "/spec/initContainers"
+		return append(dst, "/spec/initContainers"...)
 	case tContainers:
-		return "/spec/containers"
+		return append(dst, "/spec/containers"...)
 	case tVolumes:
-		return "/spec/volumes"
+		return append(dst, "/spec/volumes"...)
 	case tSecrets:
-		return "/spec/imagePullSecrets"
-	case tEnv:
-		return "/spec/containers/" + strconv.Itoa(e.index) + "/env"
-	case tMounts:
-		return "/spec/containers/" + strconv.Itoa(e.index) + "/volumeMounts"
+		return append(dst, "/spec/imagePullSecrets"...)
+	case tEnv, tMounts:
+		dst = append(dst, "/spec/containers/"...)
+		dst = strconv.AppendInt(dst, int64(e.index), 10)
+		if e.target == tEnv {
+			return append(dst, "/env"...)
+		}
+		return append(dst, "/volumeMounts"...)
 	case tAnnotations:
-		return "/metadata/annotations"
+		return append(dst, "/metadata/annotations"...)
 	case tLabels:
-		return "/metadata/labels"
+		return append(dst, "/metadata/labels"...)
 	}
-	return ""
+	return dst
 }
 
 func (e *edit) isMap() bool { return e.target == tAnnotations || e.target == tLabels }
 
-// tokenPrefix starts a reference token; NUL never occurs in Kubernetes
-// names, so a token cannot collide with a real value.
-const tokenPrefix = "\x00graft:"
+// Skeleton tokens. NUL never occurs in Kubernetes names or values graft
+// reads, so a token cannot collide with a real value.
+const (
+	tokenPrefix = "\x00graft:"
+	runPrefix   = "\x00run:"
+)
 
 // buildTemplate diffs the skeleton for the current edits with jsondiff and
 // turns the ops into a template. It runs once per shape.
 func buildTemplate(pl *plan, s *scratch) (*patchTemplate, error) {
-	elems := pl.byRef
 	src := map[string]any{}
 	dst := map[string]any{}
-	for i, e := range s.edits {
+	for i := range s.edits {
+		e := &s.edits[i]
 		k := strconv.Itoa(i)
-		ins := s.inserts[e.from:e.to]
 		if e.isMap() {
-			if e.state == isNull {
-				src[k] = nil
-			}
 			old, want := map[string]any{}, map[string]any{}
-			for _, in := range ins {
-				name := elems[in.ref].name
+			for _, in := range s.inserts[e.from:e.to] {
+				name := pl.byRef[in.ref].name
 				if in.replace {
 					old[name] = "\x00old"
 				}
 				want[name] = tokenPrefix + strconv.Itoa(in.ref)
 			}
-			if e.state == present {
+			switch e.state {
+			case isNull:
+				src[k] = nil
+			case present:
 				src[k] = old
 			}
 			dst[k] = want
 			continue
 		}
+		var cur, want []any
+		runs := 0
+		e.eachItem(s, func(run bool, in insert) {
+			if run {
+				tok := runPrefix + strconv.Itoa(runs)
+				runs++
+				cur = append(cur, tok)
+				want = append(want, tok)
+				return
+			}
+			want = append(want, tokenPrefix+strconv.Itoa(in.ref))
+		})
 		switch e.state {
 		case isNull:
 			src[k] = nil
 		case present:
-			cur := make([]any, e.length)
-			for j := range cur {
-				cur[j] = "\x00x"
+			if cur == nil {
+				cur = []any{}
 			}
 			src[k] = cur
-		}
-		want := make([]any, e.length+len(ins))
-		if e.state != present {
-			want = want[:len(ins)]
-		}
-		filled := make([]bool, len(want))
-		for _, in := range ins {
-			if in.pos >= len(want) || filled[in.pos] {
-				return nil, fmt.Errorf("internal: insert position %d out of order in %s", in.pos, e.pointer())
-			}
-			want[in.pos] = tokenPrefix + strconv.Itoa(in.ref)
-			filled[in.pos] = true
-		}
-		for j := range want {
-			if !filled[j] {
-				want[j] = "\x00x"
-			}
 		}
 		dst[k] = want
 	}
@@ -181,20 +234,12 @@ func buildTemplate(pl *plan, s *scratch) (*patchTemplate, error) {
 		if op.Type != jsondiff.OperationAdd && op.Type != jsondiff.OperationReplace {
 			return nil, fmt.Errorf("internal: skeleton diff produced %s at %s", op.Type, op.Path)
 		}
-		// Map the skeleton path /<edit>/<rest> onto the Pod.
-		rest := strings.TrimPrefix(op.Path, "/")
-		idx, tail, _ := strings.Cut(rest, "/")
+		// Map the skeleton path /<edit>[/<rest>] onto the Pod.
+		idx, tail, _ := strings.Cut(strings.TrimPrefix(op.Path, "/"), "/")
 		ei, err := strconv.Atoi(idx)
 		if err != nil || ei >= len(s.edits) {
 			return nil, fmt.Errorf("internal: unexpected skeleton path %q", op.Path)
 		}
-		path := s.edits[ei].pointer()
-		if tail != "" {
-			path += "/" + tail
-		}
-		head := []byte(`{"op":"` + op.Type + `","path":`)
-		head = appendJSONString(head, path)
-		head = append(head, `,"value":`...)
 		val, err := json.Marshal(op.Value)
 		if err != nil {
 			return nil, fmt.Errorf("internal: %w", err)
@@ -203,7 +248,17 @@ func buildTemplate(pl *plan, s *scratch) (*patchTemplate, error) {
 		if err != nil {
 			return nil, err
 		}
-		pt.ops = append(pt.ops, opTemplate{head: head, segs: segs})
+		t := opTemplate{op: op.Type, edit: ei, ref: -1, segs: segs}
+		if !s.edits[ei].isMap() && tail != "" {
+			// An element added to a list: its index is request-specific.
+			if len(segs) != 1 || segs[0].lit != nil {
+				return nil, fmt.Errorf("internal: list op %s %s does not add one of graft's elements", op.Type, op.Path)
+			}
+			t.ref = segs[0].ref
+		} else if tail != "" {
+			t.tail = string(appendEscaped([]byte("/"), tail))
+		}
+		pt.ops = append(pt.ops, t)
 	}
 	return pt, nil
 }
@@ -237,15 +292,26 @@ func splitTokens(val []byte) ([]segment, error) {
 	}
 }
 
-// appendPatch replays pt with pl's element bytes.
-func appendPatch(dst []byte, pt *patchTemplate, pl *plan) []byte {
+// appendPatch replays pt for the request in s with pl's element bytes.
+func appendPatch(dst []byte, pt *patchTemplate, pl *plan, s *scratch) []byte {
 	dst = append(dst, '[')
 	for i := range pt.ops {
 		op := &pt.ops[i]
+		e := &s.edits[op.edit]
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, op.head...)
+		dst = append(dst, `{"op":"`...)
+		dst = append(dst, op.op...)
+		dst = append(dst, `","path":"`...)
+		dst = e.appendPointer(dst)
+		if op.ref >= 0 {
+			dst = append(dst, '/')
+			dst = strconv.AppendInt(dst, int64(e.insertPos(s, op.ref)), 10)
+		} else {
+			dst = append(dst, op.tail...)
+		}
+		dst = append(dst, `","value":`...)
 		for _, sg := range op.segs {
 			if sg.lit != nil {
 				dst = append(dst, sg.lit...)
@@ -256,4 +322,16 @@ func appendPatch(dst []byte, pt *patchTemplate, pl *plan) []byte {
 		dst = append(dst, '}')
 	}
 	return append(dst, ']')
+}
+
+// insertPos returns the desired position of the element ref in edit e.
+// jsondiff emits a list's adds in ascending order, each index valid once
+// the adds before it are applied, which is the element's final position.
+func (e *edit) insertPos(s *scratch, ref int) int {
+	for _, in := range s.inserts[e.from:e.to] {
+		if in.ref == ref {
+			return in.pos
+		}
+	}
+	return -1 // unreachable: templates are built from the same shape
 }

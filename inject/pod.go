@@ -115,6 +115,12 @@ func parsePodMetaAt(sc *scanner, p *pod) error {
 	err := eachKey(sc, func(k string) error {
 		switch k {
 		case "metadata":
+			// A null or scalar metadata could not take the annotations
+			// graft adds: refuse it rather than answer with a patch that
+			// cannot apply.
+			if sc.peek() != '{' {
+				return errSyntax
+			}
 			sawMeta = true
 			return parseMetadata(sc, p)
 		case "spec":

@@ -1,0 +1,17 @@
+# Container image and deploy/ upkeep. -included by the Makefile, which
+# defines VERSION.
+
+IMAGE  ?= ghcr.io/graftdev/graft
+DOCKER ?= docker
+
+.PHONY: image deploy-templates
+
+## image: build the container image $(IMAGE):$(VERSION) (needs a Docker engine).
+image:
+	@command -v $(DOCKER) >/dev/null 2>&1 || { echo "make image: $(DOCKER) not found; building the image needs a Docker engine" >&2; exit 1; }
+	$(DOCKER) build --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) .
+
+## deploy-templates: copy the built-in templates into deploy/base/templates.
+deploy-templates:
+	cp templates/builtin/*.yaml deploy/base/templates/
+	@echo "List any new file under configMapGenerator graft-templates in deploy/base/kustomization.yaml."

@@ -1,0 +1,185 @@
+package deploy
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/templates"
+	"github.com/graftdev/graft/webhook"
+)
+
+// loadFileConfig reads the shipped config.yaml as `graft serve --config`
+// does: strictly, engine profiles and server settings.
+func loadFileConfig(t *testing.T) webhook.FileConfig {
+	t.Helper()
+	data, err := os.ReadFile("base/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc, err := webhook.ParseConfig(data)
+	if err != nil {
+		t.Fatalf("base/config.yaml: %v", err)
+	}
+	return fc
+}
+
+// loadConfig returns the engine part of the shipped config.yaml.
+func loadConfig(t *testing.T) inject.Config {
+	t.Helper()
+	return loadFileConfig(t).Config
+}
+
+// shutdownGrace is how long graft drains on SIGTERM with the shipped config.
+func shutdownGrace(t *testing.T) time.Duration {
+	t.Helper()
+	if g := loadFileConfig(t).Server.ShutdownGrace.Duration; g > 0 {
+		return g
+	}
+	return webhook.DefaultShutdownGrace
+}
+
+// TestConfigIsValid: the shipped configuration and templates are accepted
+// by the engine graft serves with.
+func TestConfigIsValid(t *testing.T) {
+	cfg := loadConfig(t)
+	set, err := templates.LoadDir("base/templates")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range cfg.Profiles {
+		for _, tpl := range p.Templates {
+			if _, ok := set.Get(tpl); !ok {
+				t.Errorf("profile %s: template %q is not in base/templates", name, tpl)
+			}
+		}
+	}
+	if _, err := inject.New(cfg, set); err != nil {
+		t.Fatalf("inject.New rejects base/config.yaml: %v", err)
+	}
+	if !sameSet(cfg.ExcludedNamespaces, systemNamespaces) {
+		t.Errorf("excludedNamespaces %v, want %v (as the webhooks exclude)", cfg.ExcludedNamespaces, systemNamespaces)
+	}
+}
+
+// TestConfigMatchesDefault: the shipped profiles are graft's defaults, so
+// `graft serve` with no config and the installed webhook behave alike.
+func TestConfigMatchesDefault(t *testing.T) {
+	cfg, def := loadConfig(t), inject.DefaultConfig()
+	if cfg.DefaultProfile != def.DefaultProfile {
+		t.Errorf("defaultProfile %q, inject.DefaultConfig has %q", cfg.DefaultProfile, def.DefaultProfile)
+	}
+	if !reflect.DeepEqual(cfg.Profiles, def.Profiles) {
+		t.Errorf("base/config.yaml profiles differ from inject.DefaultConfig:\n got %+v\nwant %+v\n"+
+			"Update base/config.yaml, then one webhook per profile in mutatingwebhookconfiguration.yaml "+
+			"and the list in validatingadmissionpolicy.yaml.", cfg.Profiles, def.Profiles)
+	}
+}
+
+// TestOneWebhookPerProfile: config.yaml, the webhooks and the policy name
+// the same profiles; hostNetwork Pods are skipped exactly where the profile
+// does not inject them.
+func TestOneWebhookPerProfile(t *testing.T) {
+	cfg := loadConfig(t)
+	out := kustomize(t, "base")
+	mwc := one[admissionv1.MutatingWebhookConfiguration](t, out, "MutatingWebhookConfiguration", "graft")
+
+	var webhookProfiles []string
+	for _, w := range mwc.Webhooks {
+		profile := strings.TrimSuffix(w.Name, ".inject.graft.dev")
+		webhookProfiles = append(webhookProfiles, profile)
+		p, ok := cfg.Profiles[profile]
+		if !ok {
+			t.Errorf("webhook %s serves profile %q, which config.yaml does not define", w.Name, profile)
+			continue
+		}
+		skipsHostNetwork := slices.ContainsFunc(w.MatchConditions, func(c admissionv1.MatchCondition) bool {
+			return c.Name == "not-host-network"
+		})
+		if skipsHostNetwork == p.InjectHostNetwork {
+			t.Errorf("webhook %s: skips hostNetwork Pods = %v, but the profile's injectHostNetwork = %v",
+				w.Name, skipsHostNetwork, p.InjectHostNetwork)
+		}
+		if profile == cfg.DefaultProfile && *w.ClientConfig.Service.Path != "/inject" {
+			t.Errorf("the default profile %s is not served on /inject", profile)
+		}
+	}
+	var cfgProfiles, hostNetwork []string
+	for name, p := range cfg.Profiles {
+		cfgProfiles = append(cfgProfiles, name)
+		if p.InjectHostNetwork {
+			hostNetwork = append(hostNetwork, name)
+		}
+	}
+	if !sameSet(webhookProfiles, cfgProfiles) {
+		t.Errorf("webhooks serve profiles %v, config.yaml defines %v", webhookProfiles, cfgProfiles)
+	}
+
+	vap := one[admissionv1.ValidatingAdmissionPolicy](t, out, "ValidatingAdmissionPolicy", "graft-injection-required")
+	if got := exprValues(vap.Spec.MatchConstraints.NamespaceSelector, injectLabel, metav1.LabelSelectorOpIn); !sameSet(got, cfgProfiles) {
+		t.Errorf("the policy covers namespaces labelled %v, the webhooks serve %v", got, cfgProfiles)
+	}
+	slices.Sort(hostNetwork)
+	quoted := make([]string, len(hostNetwork))
+	for i, p := range hostNetwork {
+		quoted[i] = fmt.Sprintf("'%s'", p)
+	}
+	want := "[" + strings.Join(quoted, ", ") + "]"
+	for _, v := range vap.Spec.Variables {
+		if v.Name == "hostNetworkProfiles" && v.Expression != want {
+			t.Errorf("policy variable hostNetworkProfiles = %s, want %s", v.Expression, want)
+		}
+	}
+}
+
+// TestTemplatesMatchBuiltin: the templates ConfigMap ships graft's built-in
+// templates unchanged; `make deploy-templates` refreshes the copy.
+func TestTemplatesMatchBuiltin(t *testing.T) {
+	builtin, err := filepath.Glob("../templates/builtin/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped, err := filepath.Glob("base/templates/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(paths []string) []string {
+		var out []string
+		for _, p := range paths {
+			out = append(out, filepath.Base(p))
+		}
+		return out
+	}
+	if !sameSet(names(builtin), names(shipped)) {
+		t.Fatalf("base/templates has %v, templates/builtin has %v: run make deploy-templates", names(shipped), names(builtin))
+	}
+	out := kustomize(t, "base")
+	cm := one[corev1.ConfigMap](t, out, "ConfigMap", "graft-templates")
+	for _, name := range names(builtin) {
+		want, err := os.ReadFile(filepath.Join("../templates/builtin", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := cm.Data[name]
+		switch {
+		case !ok:
+			t.Errorf("ConfigMap graft-templates lacks %s: list templates/%s in deploy/base/kustomization.yaml", name, name)
+		case !bytes.Equal([]byte(got), want):
+			t.Errorf("ConfigMap graft-templates: %s differs from templates/builtin/%s: run make deploy-templates", name, name)
+		}
+	}
+	if len(cm.Data) != len(names(builtin)) {
+		t.Errorf("ConfigMap graft-templates has %d templates, want %d", len(cm.Data), len(names(builtin)))
+	}
+}
