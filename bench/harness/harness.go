@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -151,67 +150,14 @@ func (h *peerRun) measure(ctx context.Context, corpusName string, reqs []*load.R
 	if mode == load.Open {
 		cfg.Concurrency, cfg.Duration = h.plan.OpenConcurrency, h.plan.OpenDuration
 	}
-	var (
-		cpu0, cpu1         time.Duration
-		gen0, gen1         time.Duration
-		t0, t1             time.Time
-		m0, m1, m2, rss    float64
-		cpuErr, mErr, rErr error
-	)
-	metricsURL := pr.adminURL + "/metrics"
-	var (
-		perf       *perfRecord
-		perfReport string
-		perfErr    error
-	)
-	profile := slices.Contains(h.plan.PerfPeers, pr.peer.Name)
-	if profile {
+	snap := &snapshot{pid: pr.pid, client: pr.httpAdmin, metricsURL: pr.adminURL + "/metrics"}
+	if slices.Contains(h.plan.PerfPeers, pr.peer.Name) {
 		name := fmt.Sprintf("profile-%s-%s-%s", pr.peer.Name, corpusName, mode)
-		perfReport = filepath.Join(h.plan.PerfDir, name+".txt")
-		defer func() {
-			if perf != nil { // the run failed between the hooks
-				_ = perf.stop(perfReport)
-			}
-		}()
-		cfg.BeforeMeasure = func() {
-			perf, perfErr = startPerf(pr.pid, filepath.Join(h.plan.WorkDir, name+".perf.data"))
-		}
+		snap.perfData = filepath.Join(h.plan.WorkDir, name+".perf.data")
+		snap.perfReport = filepath.Join(h.plan.PerfDir, name+".txt")
+		defer snap.abortPerf()
 	}
-	before := cfg.BeforeMeasure
-	cfg.BeforeMeasure = func() {
-		if before != nil {
-			before()
-		}
-		// Two scrapes in a row give what a scrape itself allocates.
-		m0, mErr = mallocs(pr.httpAdmin, metricsURL)
-		if mErr == nil {
-			m1, mErr = mallocs(pr.httpAdmin, metricsURL)
-		}
-		_ = resetPeakRSS(pr.pid)
-		cpu0, cpuErr = cpuTime(pr.pid)
-		gen0, _ = cpuTime(os.Getpid())
-		t0 = time.Now()
-	}
-	cfg.AfterMeasure = func() {
-		var err error
-		t1 = time.Now()
-		gen1, _ = cpuTime(os.Getpid())
-		if cpu1, err = cpuTime(pr.pid); cpuErr == nil {
-			cpuErr = err
-		}
-		if mErr == nil {
-			m2, mErr = mallocs(pr.httpAdmin, metricsURL)
-		}
-		var b int64
-		b, rErr = peakRSS(pr.pid)
-		rss = float64(b) / (1 << 20)
-		if perf != nil {
-			if err := perf.stop(perfReport); perfErr == nil {
-				perfErr = err
-			}
-			perf = nil
-		}
-	}
+	cfg.BeforeMeasure, cfg.AfterMeasure = snap.before, snap.after
 	res, err := load.Run(ctx, cfg)
 	if err != nil {
 		h.out.Notes = append(h.out.Notes, fmt.Sprintf("%s on %s, %s loop: %v", pr.peer.Name, corpusName, mode, err))
@@ -224,30 +170,11 @@ func (h *peerRun) measure(ctx context.Context, corpusName string, reqs []*load.R
 		DurationS: res.Elapsed.Seconds(), RPS: res.RPS(),
 		P50US: res.PercentileUS(50), P90US: res.PercentileUS(90), P99US: res.PercentileUS(99),
 		P999US: res.PercentileUS(99.9), MaxUS: res.Latency.Max(),
-		AllocsPerReq: -1, RSSMiB: rss,
 		Errors: res.TotalErrors(), ErrorKinds: res.Errors, FirstError: res.FirstError, Unsent: res.Unsent,
 		Checked: res.Checked, Patched: res.Patched, RespBytes: res.RespBytes, ReqBytes: len(reqs[0].Body),
 	}
-	if res.Requests > 0 {
-		if cpuErr == nil {
-			row.CPUUSPerReq = float64((cpu1 - cpu0).Microseconds()) / float64(res.Requests)
-		}
-		if wall := t1.Sub(t0); wall > 0 {
-			row.GenCPUPct = 100 * (gen1 - gen0).Seconds() / wall.Seconds()
-			row.ServerCPUPct = 100 * (cpu1 - cpu0).Seconds() / wall.Seconds()
-		}
-		if mErr == nil {
-			scrape := m1 - m0
-			row.AllocsPerReq = math.Max(0, m2-m1-scrape) / float64(res.Requests)
-		}
-	}
-	if profile && perfErr == nil {
-		row.Profile = filepath.Base(perfReport)
-	}
-	for _, e := range []error{cpuErr, mErr, rErr, perfErr} {
-		if e != nil {
-			h.out.Notes = append(h.out.Notes, fmt.Sprintf("%s on %s, %s loop: %v", pr.peer.Name, corpusName, mode, e))
-		}
+	for _, e := range snap.fill(&row, res.Requests) {
+		h.out.Notes = append(h.out.Notes, fmt.Sprintf("%s on %s, %s loop: %v", pr.peer.Name, corpusName, mode, e))
 	}
 	for _, p := range report.CurvePercentiles {
 		row.Percentiles = append(row.Percentiles, report.Point{P: p, US: res.PercentileUS(p)})
