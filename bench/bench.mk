@@ -1,0 +1,38 @@
+# Load tests (bench/): graft against the conventional injector and the
+# transport floor, same corpus, same generator, servers with GOMAXPROCS=1
+# on CPU 0 and the generator on CPU 1. Included by the Makefile, which
+# gives GO, BIN and the `build` target.
+
+BENCH_BIN     := bench/.cache/bin
+BENCH_RESULTS := bench/results
+BENCHRUN      := $(BENCH_BIN)/benchrun
+# Extra benchrun flags, e.g. BENCH_FLAGS='-corpora small -d 10s'.
+BENCH_FLAGS   ?=
+BENCH_PEERS    = -graft $(BIN)/graft -conventional $(BENCH_BIN)/conventional -floor $(BENCH_BIN)/floor
+
+.PHONY: bench-tools bench-load bench-quick bench-profile bench-e2e
+
+## bench-tools: the harness, the load generator and the two peer servers.
+bench-tools:
+	$(GO) build -trimpath -o $(BENCH_BIN)/ ./bench/cmd/benchrun ./bench/cmd/loadgen ./bench/peers/conventional ./bench/peers/floor
+
+## bench-load: every corpus closed-loop, small open-loop at 10k req/s; writes bench/results/latest.{md,json} and latency.png.
+bench-load: build bench-tools
+	$(BENCHRUN) $(BENCH_PEERS) -out $(BENCH_RESULTS) $(BENCH_FLAGS)
+
+## bench-quick: the same in about 30 seconds (small and large corpora, 2 s runs).
+bench-quick: build bench-tools
+	$(BENCHRUN) -quick $(BENCH_PEERS) -out $(BENCH_RESULTS) $(BENCH_FLAGS)
+
+## bench-profile: bench-quick with graft built with symbols and every peer sampled by perf (bench/results/profile/).
+bench-profile: bench-tools
+	$(GO) build -trimpath -ldflags '-X main.version=$(VERSION)' -o $(BENCH_BIN)/graft ./cmd/graft
+	$(BENCHRUN) -quick -graft $(BENCH_BIN)/graft -conventional $(BENCH_BIN)/conventional -floor $(BENCH_BIN)/floor \
+		-perf graft,conventional,floor -out $(BENCH_RESULTS)/profile $(BENCH_FLAGS)
+
+# `make bench` runs the load tests as well as the Go benchmarks.
+bench: bench-load
+
+## bench-e2e: Pod create latency through a real kube-apiserver; needs the e2e harness.
+bench-e2e:
+	@echo "bench-e2e: not available yet: it needs the e2e harness (e2e/) on main" >&2; exit 1
