@@ -130,34 +130,41 @@ func BenchmarkEngineAdmit(b *testing.B) {
 
 // benchServer is a Server as `graft serve` builds it (info logs with
 // sampling, to io.Discard), warmed up.
-func benchServer(b *testing.B) *Server {
-	b.Helper()
-	certDir := b.TempDir()
+func benchServer(b *testing.B) *Server { return discardServer(b, "info") }
+
+// allocServer is benchServer for tests, logging every admission at debug
+// to a discarding writer (50 runs stay within the sampler's first 100).
+func allocServer(t *testing.T) *Server { return discardServer(t, "debug") }
+
+// discardServer builds and warms a Server whose logs at level go nowhere.
+func discardServer(tb testing.TB, level string) *Server {
+	tb.Helper()
+	certDir := tb.TempDir()
 	bundle, err := certgen.Generate(certgen.Options{DNSNames: []string{"localhost"}})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := bundle.Write(certDir); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	log, lvl, err := NewLogger(io.Discard, "info")
+	log, lvl, err := NewLogger(io.Discard, level)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	s, err := New(Options{
 		Override: func(st *Settings) {
-			st.Addr, st.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
+			st.Addr, st.AdminAddr, st.LogLevel = "127.0.0.1:0", "127.0.0.1:0", level
 			st.TLSCert, st.TLSKey = filepath.Join(certDir, certgen.CertFile), filepath.Join(certDir, certgen.KeyFile)
 		},
 		Logger: log, Level: &lvl, Registry: prometheus.NewRegistry(),
 	})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Cleanup(s.release)
+	tb.Cleanup(s.release)
 	s.warm(s.state.Load())
 	if !s.warmed.Load() {
-		b.Fatal("warm-up failed")
+		tb.Fatal("warm-up failed")
 	}
 	return s
 }
@@ -200,37 +207,6 @@ func TestHandlerAllocations(t *testing.T) {
 			}
 		})
 	}
-}
-
-// allocServer is benchServer for tests, logging every admission at debug
-// to a discarding writer (50 runs stay within the sampler's first 100).
-func allocServer(t *testing.T) *Server {
-	t.Helper()
-	certDir := t.TempDir()
-	bundle, err := certgen.Generate(certgen.Options{DNSNames: []string{"localhost"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bundle.Write(certDir); err != nil {
-		t.Fatal(err)
-	}
-	log, lvl, err := NewLogger(io.Discard, "debug")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(Options{
-		Override: func(st *Settings) {
-			st.Addr, st.AdminAddr, st.LogLevel = "127.0.0.1:0", "127.0.0.1:0", "debug"
-			st.TLSCert, st.TLSKey = filepath.Join(certDir, certgen.CertFile), filepath.Join(certDir, certgen.KeyFile)
-		},
-		Logger: log, Level: &lvl, Registry: prometheus.NewRegistry(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.release)
-	s.warm(s.state.Load())
-	return s
 }
 
 // BenchmarkServeTLS is BenchmarkServe over real TLS on loopback: one
