@@ -1,0 +1,151 @@
+package cluster
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/graftdev/graft/webhook/certgen"
+)
+
+// apiServer is a running kube-apiserver and what a client needs to reach it.
+type apiServer struct {
+	proc  *proc
+	URL   string // https://127.0.0.1:<port>
+	Token string // bearer token of a system:masters user
+	CA    []byte // PEM CA of its serving certificate
+}
+
+// The admission plugins the suite relies on, named explicitly so a change
+// of defaults cannot silently drop them. ServiceAccount is disabled: there
+// is no controller manager to create the default ServiceAccount.
+const (
+	admissionPlugins         = "NamespaceLifecycle,LimitRanger,DefaultTolerationSeconds,Priority,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ValidatingAdmissionPolicy,MutatingAdmissionPolicy,ResourceQuota"
+	disabledAdmissionPlugins = "ServiceAccount"
+)
+
+// startAPIServer runs kube-apiserver against etcdURL on a free loopback
+// port with token auth, RBAC and freshly generated certificates, and waits
+// until /readyz answers ok.
+func startAPIServer(ctx context.Context, bin, dir, etcdURL string) (*apiServer, error) {
+	pki := filepath.Join(dir, "apiserver-pki")
+	serving, err := certgen.Generate(certgen.Options{
+		DNSNames: []string{"localhost"},
+		IPs:      []net.IP{net.IPv4(127, 0, 0, 1)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("apiserver certificates: %w", err)
+	}
+	if err := serving.Write(pki); err != nil {
+		return nil, fmt.Errorf("apiserver certificates: %w", err)
+	}
+	saKey, saPub, err := serviceAccountKeys()
+	if err != nil {
+		return nil, err
+	}
+	token, err := randomHex(16)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{
+		"sa.key":     saKey,
+		"sa.pub":     saPub,
+		"tokens.csv": []byte(token + `,e2e-admin,e2e-admin,"system:masters"` + "\n"),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(pki, name), data, 0o600); err != nil {
+			return nil, fmt.Errorf("apiserver: %w", err)
+		}
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	a := &apiServer{URL: "https://" + hostPort(ports[0]), Token: token, CA: serving.CACert}
+	a.proc, err = startProc("kube-apiserver", dir, bin,
+		"--etcd-servers="+etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", ports[0]),
+		"--cert-dir="+pki,
+		"--tls-cert-file="+filepath.Join(pki, certgen.CertFile),
+		"--tls-private-key-file="+filepath.Join(pki, certgen.KeyFile),
+		"--token-auth-file="+filepath.Join(pki, "tokens.csv"),
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file="+filepath.Join(pki, "sa.pub"),
+		"--service-account-signing-key-file="+filepath.Join(pki, "sa.key"),
+		"--service-cluster-ip-range=10.96.0.0/16",
+		"--enable-admission-plugins="+admissionPlugins,
+		"--disable-admission-plugins="+disabledAdmissionPlugins,
+		// No other control-plane component runs: skip the work that only
+		// matters to them.
+		"--endpoint-reconciler-type=none",
+		"--enable-priority-and-fairness=false",
+		"--profiling=false",
+	)
+	if err != nil {
+		return nil, err
+	}
+	hc := loopbackHTTPClient(a.CA, 5*time.Second)
+	err = poll(ctx, a.proc, 250*time.Millisecond, func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL+"/readyz", nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+a.Token)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("kube-apiserver /readyz: %d %s", resp.StatusCode, strings.TrimSpace(string(body)))
+		}
+		return nil
+	})
+	if err != nil {
+		return a, fmt.Errorf("kube-apiserver: %w", err)
+	}
+	return a, nil
+}
+
+// serviceAccountKeys makes the key pair kube-apiserver signs and checks
+// ServiceAccount tokens with; it insists on having one.
+func serviceAccountKeys() (key, pub []byte, err error) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("service account key: %w", err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		return nil, nil, fmt.Errorf("service account key: %w", err)
+	}
+	pubDER, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("service account key: %w", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), nil
+}
+
+func randomHex(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("random: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}

@@ -1,0 +1,58 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// startEtcd runs a single-member etcd on two free loopback ports with a
+// fresh data dir under dir, and waits until it reports healthy.
+func startEtcd(ctx context.Context, bin, dir string) (*proc, string, error) {
+	ports, err := freePorts(2)
+	if err != nil {
+		return nil, "", err
+	}
+	client := "http://" + hostPort(ports[0])
+	peer := "http://" + hostPort(ports[1])
+	p, err := startProc("etcd", dir, bin,
+		"--name=e2e",
+		"--data-dir="+filepath.Join(dir, "etcd-data"),
+		"--listen-client-urls="+client,
+		"--advertise-client-urls="+client,
+		"--listen-peer-urls="+peer,
+		"--initial-advertise-peer-urls="+peer,
+		"--initial-cluster=e2e="+peer,
+		"--initial-cluster-state=new",
+		"--logger=zap",
+		"--log-level=warn",
+	)
+	if err != nil {
+		return nil, "", err
+	}
+	hc := loopbackHTTPClient(nil, 2*time.Second)
+	err = poll(ctx, p, 100*time.Millisecond, func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, client+"/health", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"true"`) {
+			return fmt.Errorf("etcd /health: %d %s", resp.StatusCode, body)
+		}
+		return nil
+	})
+	if err != nil {
+		return p, client, fmt.Errorf("etcd: %w", err)
+	}
+	return p, client, nil
+}

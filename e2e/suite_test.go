@@ -1,0 +1,101 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/graftdev/graft/e2e/internal/cluster"
+	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/templates"
+)
+
+// suite is the shared control plane and graft's registration in it.
+type suite struct {
+	cluster   *cluster.Cluster
+	client    kubernetes.Interface
+	shipped   *cluster.Shipped
+	webhook   *admissionv1.MutatingWebhookConfiguration // as registered
+	templates []string                                  // built-in template names
+}
+
+// templateProfile is the profile the suite's config adds for each built-in
+// template, so each can be injected on its own (/inject/<profile>).
+func templateProfile(tpl string) string { return "e2e-" + tpl }
+
+// graftConfig is graft's default configuration plus one profile per
+// built-in template.
+func graftConfig() ([]byte, error) {
+	set, err := templates.Builtin()
+	if err != nil {
+		return nil, fmt.Errorf("built-in templates: %w", err)
+	}
+	cfg := inject.DefaultConfig()
+	for _, name := range set.Names() {
+		cfg.Profiles[templateProfile(name)] = inject.Profile{Templates: []string{name}}
+	}
+	return yaml.Marshal(cfg)
+}
+
+func startSuite(ctx context.Context, opts cluster.Options) (*suite, error) {
+	s := &suite{}
+	var err error
+	s.cluster, err = cluster.Start(ctx, opts)
+	if err != nil {
+		return s, err
+	}
+	s.client = s.cluster.Client
+	set, err := templates.Builtin()
+	if err != nil {
+		return s, err
+	}
+	s.templates = set.Names()
+	s.shipped, err = cluster.LoadShipped(repoRoot)
+	if err != nil {
+		return s, err
+	}
+	s.webhook, err = s.cluster.RegisterGraft(ctx, s.shipped)
+	if err != nil {
+		return s, err
+	}
+	ns, err := s.createNamespace(ctx, "e2e-probe", map[string]string{cluster.InjectLabel: "enabled"})
+	if err != nil {
+		return s, err
+	}
+	if err := s.waitInjecting(ctx, ns); err != nil {
+		return s, fmt.Errorf("webhook never took effect: %w", err)
+	}
+	return s, nil
+}
+
+func (s *suite) createNamespace(ctx context.Context, name string, labels map[string]string) (string, error) {
+	return name, s.cluster.CreateNamespace(ctx, name, labels)
+}
+
+func (s *suite) waitInjecting(ctx context.Context, ns string) error {
+	return s.cluster.WaitInjecting(ctx, ns)
+}
+
+// newNamespace creates a namespace for one test. Namespaces are never
+// deleted: nothing here would finalize them, and each run starts from a
+// fresh etcd.
+func newNamespace(t *testing.T, name string, labels map[string]string) string {
+	t.Helper()
+	ns, err := env.createNamespace(t.Context(), name, labels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+// optedIn creates a namespace labelled for the default profile.
+func optedIn(t *testing.T, name string) string {
+	return newNamespace(t, name, map[string]string{cluster.InjectLabel: "enabled"})
+}
+
+func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
