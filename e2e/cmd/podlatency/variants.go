@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/graftdev/graft/e2e/internal/cluster"
+	"github.com/graftdev/graft/templates"
+	"github.com/graftdev/graft/webhook/certgen"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// variantLabel selects, by namespace, which mutation a Pod goes through.
+const variantLabel = "bench.graft.dev/variant"
+
+// agentName is the init container every mutating variant adds.
+const agentName = "graft-agent"
+
+// variant is one way of adding graft's agent (or none).
+type variant struct {
+	name string
+	ns   string
+	// injected tells whether a stored Pod went through the mutation.
+	injected func(*corev1.Pod) bool
+}
+
+func hasAgent(p *corev1.Pod) bool {
+	for _, c := range p.Spec.InitContainers {
+		if c.Name == agentName {
+			return true
+		}
+	}
+	return false
+}
+
+// setupGraft registers the shipped webhook for graft; its namespace opts in
+// with the shipped label.
+func setupGraft(ctx context.Context, c *cluster.Cluster, shipped *cluster.Shipped) (variant, error) {
+	v := variant{name: "graft", ns: "lat-graft", injected: hasAgent}
+	if _, err := c.RegisterGraft(ctx, shipped); err != nil {
+		return v, err
+	}
+	return v, c.CreateNamespace(ctx, v.ns, map[string]string{cluster.InjectLabel: "enabled", variantLabel: v.name})
+}
+
+// conventional is the bench's conventional webhook running on loopback.
+type conventional struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// setupConventional starts the conventional peer and registers the shipped
+// webhook configuration pointed at it, selecting its own namespace.
+func setupConventional(ctx context.Context, c *cluster.Cluster, shipped *cluster.Shipped, bin, dir string) (variant, *conventional, error) {
+	v := variant{name: "conventional", ns: "lat-conventional", injected: hasAgent}
+	certDir := filepath.Join(dir, "conventional-certs")
+	b, err := certgen.Generate(certgen.Options{DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
+	if err != nil {
+		return v, nil, err
+	}
+	if err := b.Write(certDir); err != nil {
+		return v, nil, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return v, nil, err
+	}
+	admin, err := freeAddr()
+	if err != nil {
+		return v, nil, err
+	}
+	logf, err := os.Create(filepath.Join(dir, "conventional.log"))
+	if err != nil {
+		return v, nil, err
+	}
+	cmd := exec.Command(bin, "--addr", addr, "--admin-addr", admin,
+		"--tls-cert", filepath.Join(certDir, certgen.CertFile), "--tls-key", filepath.Join(certDir, certgen.KeyFile))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return v, nil, fmt.Errorf("conventional: %w", err)
+	}
+	p := &conventional{cmd: cmd, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait(); logf.Close() }()
+	if err := waitOK(ctx, "http://"+admin+"/readyz", p.done); err != nil {
+		p.stop()
+		return v, nil, fmt.Errorf("conventional: %w", err)
+	}
+	wh := shipped.LoopbackWebhook(addr, b.CACert)
+	wh.Name = "conventional"
+	for i := range wh.Webhooks {
+		w := &wh.Webhooks[i]
+		w.Name = "inject.conventional.bench.graft.dev"
+		w.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{variantLabel: v.name}}
+	}
+	if _, err := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, wh, metav1.CreateOptions{}); err != nil {
+		p.stop()
+		return v, nil, fmt.Errorf("register conventional webhook: %w", err)
+	}
+	return v, p, c.CreateNamespace(ctx, v.ns, map[string]string{variantLabel: v.name})
+}
+
+func (p *conventional) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// setupPolicy creates a MutatingAdmissionPolicy that adds graft's agent
+// container (and the volume it mounts) with a JSONPatch: ApplyConfiguration
+// cannot set atomic lists such as a container's args.
+func setupPolicy(ctx context.Context, c *cluster.Cluster) (variant, error) {
+	v := variant{name: "policy", ns: "lat-policy", injected: hasAgent}
+	expr, err := agentPatchExpression()
+	if err != nil {
+		return v, err
+	}
+	fail := admissionregv1.Fail
+	pol := &admissionregv1.MutatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "graft-agent"},
+		Spec: admissionregv1.MutatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregv1.MatchResources{ResourceRules: []admissionregv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregv1.RuleWithOperations{
+					Operations: []admissionregv1.OperationType{admissionregv1.Create},
+					Rule:       admissionregv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+				},
+			}}},
+			MatchConditions: []admissionregv1.MatchCondition{{
+				Name:       "not-injected",
+				Expression: `!has(object.spec.initContainers) || !object.spec.initContainers.exists(c, c.name == "` + agentName + `")`,
+			}},
+			FailurePolicy:      &fail,
+			ReinvocationPolicy: admissionregv1.NeverReinvocationPolicy,
+			Mutations: []admissionregv1.Mutation{{
+				PatchType: admissionregv1.PatchTypeJSONPatch,
+				JSONPatch: &admissionregv1.JSONPatch{Expression: expr},
+			}},
+		},
+	}
+	if _, err := c.Client.AdmissionregistrationV1().MutatingAdmissionPolicies().Create(ctx, pol, metav1.CreateOptions{}); err != nil {
+		return v, fmt.Errorf("MutatingAdmissionPolicy: %w", err)
+	}
+	bind := &admissionregv1.MutatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "graft-agent"},
+		Spec: admissionregv1.MutatingAdmissionPolicyBindingSpec{
+			PolicyName: pol.Name,
+			MatchResources: &admissionregv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{variantLabel: v.name}},
+			},
+		},
+	}
+	if _, err := c.Client.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().Create(ctx, bind, metav1.CreateOptions{}); err != nil {
+		return v, fmt.Errorf("MutatingAdmissionPolicyBinding: %w", err)
+	}
+	return v, c.CreateNamespace(ctx, v.ns, map[string]string{variantLabel: v.name})
+}
+
+// agentPatchExpression renders graft's built-in agent template and writes
+// its init container and volume as a CEL JSONPatch expression.
+func agentPatchExpression() (string, error) {
+	set, err := templates.Builtin()
+	if err != nil {
+		return "", err
+	}
+	t, ok := set.Get("agent")
+	if !ok {
+		return "", errors.New("built-in template agent is missing")
+	}
+	f, err := t.Render(nil)
+	if err != nil {
+		return "", err
+	}
+	if len(f.InitContainers) != 1 || len(f.Volumes) != 1 {
+		return "", fmt.Errorf("agent template: want one init container and one volume, have %d and %d", len(f.InitContainers), len(f.Volumes))
+	}
+	cc, err := celJSON(f.InitContainers[0].Raw)
+	if err != nil {
+		return "", err
+	}
+	vc, err := celJSON(f.Volumes[0].Raw)
+	if err != nil {
+		return "", err
+	}
+	return `(has(object.spec.initContainers)` +
+		` ? [JSONPatch{op: "add", path: "/spec/initContainers/0", value: ` + cc + `}]` +
+		` : [JSONPatch{op: "add", path: "/spec/initContainers", value: [` + cc + `]}]) +` +
+		` (has(object.spec.volumes)` +
+		` ? [JSONPatch{op: "add", path: "/spec/volumes/-", value: ` + vc + `}]` +
+		` : [JSONPatch{op: "add", path: "/spec/volumes", value: [` + vc + `]}])`, nil
+}
+
+// waitInjecting polls dry-run creates of pod in v's namespace until the
+// mutation shows: registrations take effect asynchronously.
+func waitInjecting(ctx context.Context, client kubernetes.Interface, v variant, pod *corev1.Pod) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var last error
+	for ctx.Err() == nil {
+		p, err := client.CoreV1().Pods(v.ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		switch {
+		case err != nil:
+			last = err
+		case v.injected(p):
+			return nil
+		default:
+			last = errors.New("dry-run Pod came back without " + agentName)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("%s: mutation never took effect: %w", v.name, last)
+}
+
+func waitOK(ctx context.Context, url string, exited <-chan error) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	hc := &http.Client{Timeout: 2 * time.Second}
+	for {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("exited before ready: %v", err)
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready: %w", url, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+		resp, err := hc.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+	}
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
