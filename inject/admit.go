@@ -15,7 +15,8 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 	s := e.getScratch()
 	defer e.putScratch(s)
 	rv := &s.rv
-	if err := parseReview(b2s(body), rv); err != nil {
+	p := &s.pod
+	if err := parseReview(b2s(body), rv, p); err != nil {
 		return dst, Result{}, err
 	}
 	res := Result{Operation: rv.operation, Profile: ps.name, DryRun: rv.dryRun,
@@ -30,9 +31,10 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 	if slices.Contains(e.impl.excluded, rv.namespace) {
 		return skip(dst, rv, ReasonNamespaceExcluded, &res), res, nil
 	}
-	p := &s.pod
-	if err := parsePodMeta(rv.object, p); err != nil {
-		return dst, Result{}, fmt.Errorf("%w: request.object is not a readable Pod: %w", ErrMalformed, err)
+	if !p.metaRead {
+		if err := parsePodMeta(rv.object, p); err != nil {
+			return dst, Result{}, fmt.Errorf("%w: request.object is not a readable Pod: %w", ErrMalformed, err)
+		}
 	}
 	if len(res.Name) == 0 {
 		res.Name = s2b(p.displayName())

@@ -128,7 +128,7 @@ func (e *Engine) Fail(dst, body []byte, o Options, reason Reason) ([]byte, Resul
 	}
 	s := e.getScratch()
 	defer e.putScratch(s)
-	if err := parseReview(b2s(body), &s.rv); err != nil {
+	if err := parseReview(b2s(body), &s.rv, nil); err != nil {
 		return dst, Result{}, err
 	}
 	res := Result{Operation: s.rv.operation, Profile: ps.name, DryRun: s.rv.dryRun,

@@ -122,13 +122,29 @@ func firstDuplicate(names []string) string {
 	return ""
 }
 
-// DefaultConfig is the configuration graft serves with when given none.
+// DefaultConfig is the configuration graft serves with when given none:
+// "enabled" injects the mesh proxy and lets a Pod add the other built-in
+// templates with graft.dev/templates; each built-in template also has a
+// profile of its own name; and two profiles show combinations, whose list
+// order is the injection order.
 func DefaultConfig() Config {
+	only := func(names ...string) Profile { return Profile{Templates: names} }
 	return Config{
 		DefaultProfile: "enabled",
 		Profiles: map[string]Profile{
-			"enabled": {Templates: []string{"agent"}},
-			"agent":   {Templates: []string{"agent"}},
+			"enabled": {
+				Templates:        []string{"mesh-proxy"},
+				AllowedTemplates: []string{"mesh-proxy", "secrets-agent", "otel-agent", "log-shipper"},
+			},
+			"agent":         only("agent"),
+			"mesh-proxy":    only("mesh-proxy"),
+			"log-shipper":   only("log-shipper"),
+			"otel-agent":    only("otel-agent"),
+			"secrets-agent": only("secrets-agent"),
+			// Both start before the Pod's init containers; the telemetry agent first.
+			"otel-agent-log-shipper": only("otel-agent", "log-shipper"),
+			// The proxy first, so the secrets agent reaches Vault through the mesh.
+			"mesh-proxy-secrets-agent": only("mesh-proxy", "secrets-agent"),
 		},
 	}
 }

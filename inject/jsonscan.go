@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"encoding/binary"
 	"errors"
 	"strings"
 	"unsafe"
@@ -46,25 +47,54 @@ func (sc *scanner) peek() byte {
 }
 
 // str reads a string and returns its raw content (between the quotes, still
-// escaped) and whether it holds escapes. One pass, byte by byte: Pod strings
-// are short, where a call to a vectorised search costs more than it saves.
+// escaped) and whether it holds escapes. It tests eight bytes at a time
+// for a quote or a backslash (SWAR), then finishes byte by byte: Pod
+// strings are mostly short, where a call to a vectorised search costs more
+// than it saves.
 func (sc *scanner) str() (raw string, escaped bool, err error) {
 	if sc.peek() != '"' {
 		return "", false, errSyntax
 	}
 	s := sc.s
 	start := sc.i + 1
-	for j := start; j < len(s); j++ {
-		switch s[j] {
-		case '"':
+	j := start
+	for {
+		for j+8 <= len(s) && !hasQuoteOrBackslash(load64(s, j)) {
+			j += 8
+		}
+		for ; j < len(s); j++ {
+			if c := s[j]; c == '"' || c == '\\' {
+				break
+			}
+		}
+		if j >= len(s) {
+			return "", false, errSyntax
+		}
+		if s[j] == '"' {
 			sc.i = j + 1
 			return s[start:j], escaped, nil
-		case '\\':
-			escaped = true
-			j++
 		}
+		escaped = true
+		j += 2 // the backslash and the byte it escapes
 	}
-	return "", false, errSyntax
+}
+
+// load64 reads s[i:i+8] as a little-endian word; the caller checks bounds.
+func load64(s string, i int) uint64 {
+	return binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// hasQuoteOrBackslash reports whether any byte of w is '"' or '\\'
+// (the classic "has zero byte" test applied to w XOR each pattern).
+func hasQuoteOrBackslash(w uint64) bool {
+	q := w ^ (ones * '"')
+	b := w ^ (ones * '\\')
+	return ((q-ones)&^q|(b-ones)&^b)&highs != 0
 }
 
 // skip moves past one value of any type.
@@ -133,7 +163,13 @@ func (sc *scanner) skipComposite() error {
 	if !ok || len(raw) == 0 {
 		return errSyntax
 	}
-	sc.i = int(uintptr(unsafe.Pointer(unsafe.StringData(raw)))-uintptr(unsafe.Pointer(unsafe.StringData(sc.s)))) + len(raw)
+	// The value must start where the scanner stands and end inside the
+	// text: anything else means sonic read past garbage.
+	start := int(uintptr(unsafe.Pointer(unsafe.StringData(raw))) - uintptr(unsafe.Pointer(unsafe.StringData(sc.s))))
+	if start != sc.i || start+len(raw) > len(sc.s) {
+		return errSyntax
+	}
+	sc.i = start + len(raw)
 	return nil
 }
 

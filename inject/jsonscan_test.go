@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/bytedance/sonic/ast"
@@ -53,6 +54,43 @@ func TestScannerSkip(t *testing.T) {
 		}
 		if err == nil && sc.i != tt.wantEnd {
 			t.Errorf("%q: end %d, want %d", tt.in, sc.i, tt.wantEnd)
+		}
+	}
+}
+
+func TestHasQuoteOrBackslash(t *testing.T) {
+	for i := range 8 {
+		for _, c := range []byte{'"', '\\'} {
+			b := []byte("abcdefgh")
+			b[i] = c
+			if !hasQuoteOrBackslash(load64(string(b), 0)) {
+				t.Errorf("%q: missed %q at %d", b, c, i)
+			}
+		}
+	}
+	for _, s := range []string{"abcdefgh", "\x00\x01!#[]\\x7f", "\xff\xfe\x80\x81!#$%"} {
+		if len(s) >= 8 && hasQuoteOrBackslash(load64(s, 0)) && !strings.ContainsAny(s[:8], "\"\\") {
+			t.Errorf("%q: false positive", s)
+		}
+	}
+}
+
+func TestScannerStrings(t *testing.T) {
+	for _, tt := range []struct {
+		in, raw string
+		esc     bool
+	}{
+		{`"short"`, "short", false},
+		{`"exactly8"`, "exactly8", false},
+		{`"a much longer string that spans several words"`, "a much longer string that spans several words", false},
+		{`"long with escape \" in the middle of it all"`, `long with escape \" in the middle of it all`, true},
+		{`"ends with escaped backslash\\"`, `ends with escaped backslash\\`, true},
+		{`"12345678\"12345678"`, `12345678\"12345678`, true},
+	} {
+		sc := scanner{s: tt.in + ",rest"}
+		raw, esc, err := sc.str()
+		if err != nil || raw != tt.raw || esc != tt.esc || sc.s[sc.i:] != ",rest" {
+			t.Errorf("%s: got %q %v %v at %d", tt.in, raw, esc, err, sc.i)
 		}
 	}
 }

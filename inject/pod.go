@@ -28,6 +28,7 @@ const (
 // content). The slices are reused across requests (see scratch).
 type pod struct {
 	spec               string // the spec object's span
+	metaRead           bool   // parsePodMetaAt succeeded
 	name, generateName string
 	hostNetwork        bool
 
@@ -103,21 +104,26 @@ func (p *pod) displayName() string {
 // parsePodMeta reads the Pod's metadata and notes where its spec is, so
 // the policy can skip a Pod on its labels before the spec is read.
 func parsePodMeta(obj string, p *pod) error {
-	p.reset()
 	sc := scanner{s: obj}
+	return parsePodMetaAt(&sc, p)
+}
+
+// parsePodMetaAt is parsePodMeta for the object at sc, which it consumes.
+func parsePodMetaAt(sc *scanner, p *pod) error {
+	p.reset()
 	var sawMeta bool
-	err := eachKey(&sc, func(k string) error {
+	err := eachKey(sc, func(k string) error {
 		switch k {
 		case "metadata":
 			sawMeta = true
-			return parseMetadata(&sc, p)
+			return parseMetadata(sc, p)
 		case "spec":
 			start := sc.i
 			if sc.peek() != '{' {
 				return errSyntax
 			}
 			err := sc.skipComposite()
-			p.spec = obj[start:sc.i]
+			p.spec = sc.s[start:sc.i]
 			return err
 		}
 		return sc.skip()
@@ -125,6 +131,7 @@ func parsePodMeta(obj string, p *pod) error {
 	if err == nil && (!sawMeta || p.spec == "") {
 		return errNoMetaOrSpec
 	}
+	p.metaRead = err == nil
 	return err
 }
 

@@ -26,7 +26,10 @@ const (
 
 // parseReview reads the envelope. It walks the top level and request object
 // key by key; everything else is skipped natively.
-func parseReview(body string, rv *review) error {
+// When p is not nil and the envelope already reads as a Pod CREATE where
+// the object starts (the API server writes operation and kind first), the
+// Pod's metadata is read in place rather than skipped and read again.
+func parseReview(body string, rv *review, p *pod) error {
 	*rv = review{}
 	sc := scanner{s: body}
 	if err := sc.open('{'); err != nil {
@@ -54,7 +57,7 @@ func parseReview(body string, rv *review) error {
 			sawKind = err == nil && kind == "AdmissionReview"
 		case "request":
 			sawRequest = true
-			err = parseRequest(&sc, rv)
+			err = parseRequest(&sc, rv, p)
 		default:
 			err = sc.skip()
 		}
@@ -79,7 +82,7 @@ func malformedAt(off int) error {
 	return fmt.Errorf("%w: invalid JSON near byte %d", ErrMalformed, off)
 }
 
-func parseRequest(sc *scanner, rv *review) error {
+func parseRequest(sc *scanner, rv *review, p *pod) error {
 	if sc.isNull() {
 		return nil
 	}
@@ -122,7 +125,16 @@ func parseRequest(sc *scanner, rv *review) error {
 			if sc.peek() != '{' {
 				return errSyntax
 			}
-			err = sc.skipComposite()
+			if p != nil && decideEnvelope(rv) == ReasonNone {
+				if err = parsePodMetaAt(sc, p); err != nil {
+					// Report the Pod's problem where the Pod is read.
+					p.metaRead = false
+					sc.i = start
+					err = sc.skipComposite()
+				}
+			} else {
+				err = sc.skipComposite()
+			}
 			rv.object = sc.s[start:sc.i]
 		default:
 			err = sc.skip()

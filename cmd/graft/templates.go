@@ -1,5 +1,134 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 
-func newTemplatesCmd() *cobra.Command { return notYet("templates") }
+	"github.com/spf13/cobra"
+
+	"github.com/graftdev/graft/templates"
+)
+
+func newTemplatesCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "templates",
+		Short: "Check and document sidecar templates",
+		Args:  cobra.NoArgs,
+		// Runnable only so that a missing or unknown subcommand is an error.
+		RunE: func(*cobra.Command, []string) error {
+			return errors.New("templates: missing subcommand: lint or docs")
+		},
+	}
+	cmd.AddCommand(newTemplatesLintCmd(), newTemplatesDocsCmd())
+	return cmd
+}
+
+func newTemplatesLintCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "lint DIR",
+		Short: "Render every template under DIR at its parameter bounds and check the result against Kubernetes rules",
+		Long: "lint parses every *.yaml template in DIR and its subdirectories (each directory\n" +
+			"one template set; testdata skipped), renders each with its defaults and with\n" +
+			"every parameter at its bounds, and checks what it renders against the rules the\n" +
+			"Kubernetes API server applies to a Pod. It prints one `file: template: problem`\n" +
+			"line per problem and exits non-zero if there is any.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := args[0]
+			if fi, err := os.Stat(dir); err != nil {
+				return fmt.Errorf("templates lint: %w", err)
+			} else if !fi.IsDir() {
+				return fmt.Errorf("templates lint: %s is not a directory", dir)
+			}
+			problems, err := templates.Lint(os.DirFS(dir))
+			if err != nil {
+				return fmt.Errorf("templates lint %s: %w", dir, err)
+			}
+			out := cmd.OutOrStdout()
+			for _, p := range problems {
+				if _, err := fmt.Fprintln(out, filepath.Join(dir, p.File)+": "+p.Template+": "+p.Message); err != nil {
+					return err
+				}
+			}
+			if len(problems) > 0 {
+				return fmt.Errorf("templates lint: %d problem(s) in %s", len(problems), dir)
+			}
+			_, err = fmt.Fprintf(out, "%s: no problems\n", dir)
+			return err
+		},
+	}
+}
+
+func newTemplatesDocsCmd() *cobra.Command {
+	var out, dir string
+	var check bool
+	cmd := &cobra.Command{
+		Use:   "docs",
+		Short: "Write the Markdown reference of the templates and their parameters",
+		Long: "docs writes, for each template, what it injects and a table of its parameters\n" +
+			"with the annotation that sets each one. It documents the built-in templates, or\n" +
+			"those in --dir. --out - writes to standard output; --check only reports whether\n" +
+			"--out is current.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			set, err := templates.Builtin()
+			if dir != "" {
+				set, err = templates.LoadDir(dir)
+			}
+			if err != nil {
+				return fmt.Errorf("templates docs: %w", err)
+			}
+			doc, err := templates.Docs(set)
+			if err != nil {
+				return fmt.Errorf("templates docs: %w", err)
+			}
+			switch {
+			case out == "-":
+				_, err := cmd.OutOrStdout().Write(doc)
+				return err
+			case check:
+				have, err := os.ReadFile(out)
+				if err != nil && !errors.Is(err, os.ErrNotExist) {
+					return fmt.Errorf("templates docs: %w", err)
+				}
+				if !bytes.Equal(have, doc) {
+					return fmt.Errorf("templates docs: %s is stale: run `graft templates docs --out %s`", out, out)
+				}
+				return nil
+			}
+			return writeDocFile(out, doc)
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", filepath.Join("templates", "README.md"), "file to write, or - for standard output")
+	cmd.Flags().StringVar(&dir, "dir", "", "document the templates in this directory instead of the built-in ones")
+	cmd.Flags().BoolVar(&check, "check", false, "exit non-zero if --out differs from what would be written, and write nothing")
+	return cmd
+}
+
+// writeDocFile writes data to a temporary file next to name and renames
+// it into place, so a failure never leaves name half-written.
+func writeDocFile(name string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename this finds nothing
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := os.Rename(tmp.Name(), name); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}

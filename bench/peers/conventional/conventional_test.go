@@ -75,15 +75,20 @@ func TestInjects(t *testing.T) {
 			if err := json.Unmarshal(patched, &pod); err != nil {
 				t.Fatal(err)
 			}
-			if len(pod.Spec.InitContainers) == 0 || pod.Spec.InitContainers[0].Name != "graft-agent" {
-				t.Errorf("initContainers[0] is not graft-agent: %+v", pod.Spec.InitContainers)
+			if first := in.inits[templates.PlaceFirst]; len(first) > 0 &&
+				(len(pod.Spec.InitContainers) == 0 || pod.Spec.InitContainers[0].Name != first[0].Name) {
+				t.Errorf("initContainers[0] is not %s: %+v", first[0].Name, pod.Spec.InitContainers)
 			}
-			if got := countVolume(pod, "graft-agent-run"); got != 1 {
-				t.Errorf("volume graft-agent-run %d times, want 1", got)
+			for _, v := range in.volumes {
+				if got := countVolume(pod, v.Name); got != 1 {
+					t.Errorf("volume %s %d times, want 1", v.Name, got)
+				}
 			}
 			for _, c := range pod.Spec.Containers {
-				if !hasEnv(c, "GRAFT_AGENT_ADDR") {
-					t.Errorf("container %s lacks GRAFT_AGENT_ADDR", c.Name)
+				for _, e := range in.appEnv {
+					if !hasEnv(c, e.Name) {
+						t.Errorf("container %s lacks %s", c.Name, e.Name)
+					}
 				}
 			}
 			if pod.Annotations[statusAnnotation] == "" {

@@ -28,10 +28,18 @@ const (
 
 var excludedNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
 
-// injector holds the fragment decoded into typed values once.
+// part is one template of the profile, rendered.
+type part struct {
+	name      string
+	placement templates.Placement
+	frag      *templates.Fragment
+}
+
+// injector holds the profile's fragments decoded into typed values once.
 type injector struct {
-	status      string
-	inits       []corev1.Container
+	status string
+	// inits are grouped by placement, each in template order.
+	inits       map[templates.Placement][]corev1.Container
 	containers  []corev1.Container
 	volumes     []corev1.Volume
 	pullSecrets []corev1.LocalObjectReference
@@ -50,38 +58,49 @@ func elementNames(els []templates.Element) []string {
 	return out
 }
 
-func newInjectorFrom(names []string, f *templates.Fragment) (*injector, error) {
+func newInjectorFrom(parts []part) (*injector, error) {
+	in := &injector{inits: map[templates.Placement][]corev1.Container{}}
+	var names, containers, inits, volumes []string
+	for _, p := range parts {
+		f := p.frag
+		names = append(names, p.name)
+		containers = append(containers, elementNames(f.Containers)...)
+		inits = append(inits, elementNames(f.InitContainers)...)
+		volumes = append(volumes, elementNames(f.Volumes)...)
+		in.annotations = append(in.annotations, f.Annotations...)
+		in.labels = append(in.labels, f.Labels...)
+		var placed []corev1.Container
+		for _, d := range []struct {
+			els []templates.Element
+			add func(raw []byte) error
+		}{
+			{f.InitContainers, func(b []byte) error { return decodeInto(b, &placed) }},
+			{f.Containers, func(b []byte) error { return decodeInto(b, &in.containers) }},
+			{f.Volumes, func(b []byte) error { return decodeInto(b, &in.volumes) }},
+			{f.ImagePullSecrets, func(b []byte) error { return decodeInto(b, &in.pullSecrets) }},
+			{f.AppEnv, func(b []byte) error { return decodeInto(b, &in.appEnv) }},
+			{f.AppVolumeMounts, func(b []byte) error { return decodeInto(b, &in.appMounts) }},
+		} {
+			for _, el := range d.els {
+				if err := d.add(el.Raw); err != nil {
+					return nil, fmt.Errorf("template %s: element %s: %w", p.name, el.Name, err)
+				}
+			}
+		}
+		in.inits[p.placement] = append(in.inits[p.placement], placed...)
+	}
 	// The same status graft writes, so both answers carry the same bytes.
 	status, err := json.Marshal(struct {
 		Templates      []string `json:"templates"`
 		Containers     []string `json:"containers,omitempty"`
 		InitContainers []string `json:"initContainers,omitempty"`
 		Volumes        []string `json:"volumes,omitempty"`
-	}{names, elementNames(f.Containers), elementNames(f.InitContainers), elementNames(f.Volumes)})
+	}{names, containers, inits, volumes})
 	if err != nil {
 		return nil, err
 	}
-	in := &injector{
-		status: string(status), annotations: f.Annotations, labels: f.Labels,
-		audit: map[string]string{"injected-templates": strings.Join(names, ",")},
-	}
-	for _, d := range []struct {
-		els []templates.Element
-		add func(raw []byte) error
-	}{
-		{f.InitContainers, func(b []byte) error { return decodeInto(b, &in.inits) }},
-		{f.Containers, func(b []byte) error { return decodeInto(b, &in.containers) }},
-		{f.Volumes, func(b []byte) error { return decodeInto(b, &in.volumes) }},
-		{f.ImagePullSecrets, func(b []byte) error { return decodeInto(b, &in.pullSecrets) }},
-		{f.AppEnv, func(b []byte) error { return decodeInto(b, &in.appEnv) }},
-		{f.AppVolumeMounts, func(b []byte) error { return decodeInto(b, &in.appMounts) }},
-	} {
-		for _, el := range d.els {
-			if err := d.add(el.Raw); err != nil {
-				return nil, fmt.Errorf("fragment element %s: %w", el.Name, err)
-			}
-		}
-	}
+	in.status = string(status)
+	in.audit = map[string]string{"injected-templates": strings.Join(names, ",")}
 	return in, nil
 }
 
@@ -176,13 +195,27 @@ func (in *injector) review(req *admissionv1.AdmissionRequest) *admissionv1.Admis
 func (in *injector) mutate(pod *corev1.Pod) {
 	spec := &pod.Spec
 	apps := len(spec.Containers)
-	var inits []corev1.Container
-	for _, c := range in.inits {
-		if !slices.ContainsFunc(spec.InitContainers, func(x corev1.Container) bool { return x.Name == c.Name }) {
-			inits = append(inits, *c.DeepCopy())
+	missing := func(cs []corev1.Container) []corev1.Container {
+		var out []corev1.Container
+		for _, c := range cs {
+			if !slices.ContainsFunc(spec.InitContainers, func(x corev1.Container) bool { return x.Name == c.Name }) {
+				out = append(out, *c.DeepCopy())
+			}
 		}
+		return out
 	}
-	spec.InitContainers = append(inits, spec.InitContainers...)
+	first := missing(in.inits[templates.PlaceFirst])
+	beforeInit := missing(in.inits[templates.PlaceBeforeInit])
+	last := missing(in.inits[templates.PlaceLast])
+	// before-init goes after the Pod's own native sidecars.
+	split := 0
+	for split < len(spec.InitContainers) && isSidecar(spec.InitContainers[split]) {
+		split++
+	}
+	merged := slices.Concat(first, spec.InitContainers[:split], beforeInit, spec.InitContainers[split:], last)
+	if len(merged) > 0 {
+		spec.InitContainers = merged
+	}
 	for _, c := range in.containers {
 		if !slices.ContainsFunc(spec.Containers, func(x corev1.Container) bool { return x.Name == c.Name }) {
 			spec.Containers = append(spec.Containers, *c.DeepCopy())
@@ -228,4 +261,8 @@ func (in *injector) mutate(pod *corev1.Pod) {
 			pod.Labels[kv.Key] = kv.Value
 		}
 	}
+}
+
+func isSidecar(c corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }

@@ -3,8 +3,9 @@
 // review and Pod decoded with encoding/json into k8s.io/api types, the Pod
 // mutated, re-marshalled and diffed against the request with
 // gomodules.xyz/jsonpatch/v2 CreatePatch (what controller-runtime's
-// admission.PatchResponseFromRaw does). It injects graft's own rendered
-// templates and takes graft's serving flags and TLS settings.
+// admission.PatchResponseFromRaw does). It injects what graft's default
+// profile injects, from graft's own rendered templates, and takes graft's
+// serving flags and TLS settings.
 package main
 
 import (
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/graftdev/graft/bench/peers/internal/peerkit"
+	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -58,22 +60,31 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	return serve(ctx, srv, ln, admin)
 }
 
-// newInjector renders graft's built-in agent template with its defaults,
-// as graft's default profile does.
+// newInjector renders the templates of graft's default profile, with the
+// profile's parameters, as `graft serve` does with no configuration.
 func newInjector() (*injector, error) {
 	set, err := templates.Builtin()
 	if err != nil {
 		return nil, err
 	}
-	t, ok := set.Get("agent")
+	cfg := inject.DefaultConfig()
+	prof, ok := cfg.Profiles[cfg.DefaultProfile]
 	if !ok {
-		return nil, errors.New("built-in template agent is missing")
+		return nil, fmt.Errorf("default profile %q is not defined", cfg.DefaultProfile)
 	}
-	frag, err := t.Render(nil)
-	if err != nil {
-		return nil, err
+	var parts []part
+	for _, name := range prof.Templates {
+		t, ok := set.Get(name)
+		if !ok {
+			return nil, fmt.Errorf("template %q is missing", name)
+		}
+		frag, err := t.Render(prof.Params[name])
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, part{name: name, placement: t.Placement, frag: frag})
 	}
-	return newInjectorFrom([]string{t.Name}, frag)
+	return newInjectorFrom(parts)
 }
 
 func serve(ctx context.Context, srv *http.Server, ln, adminLn net.Listener) error {

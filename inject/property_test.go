@@ -1,0 +1,428 @@
+package inject
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/graftdev/graft/bench/corpus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+)
+
+// genPod builds a random Pod as generic JSON: lists and maps absent, null,
+// empty or full; user elements that collide with graft's names; fields no
+// Kubernetes version knows; quantities spelled oddly; awkward keys.
+func genPod(r *rand.Rand) map[string]any {
+	pick := func(n int) bool { return r.IntN(n) == 0 }
+	list := func(gen func(int) any, max int) any {
+		switch r.IntN(5) {
+		case 0:
+			return nil
+		case 1:
+			return []any{}
+		}
+		n := 1 + r.IntN(max)
+		out := make([]any, n)
+		for i := range out {
+			out[i] = gen(i)
+		}
+		return out
+	}
+	env := func(i int) any {
+		if pick(12) {
+			return map[string]any{"name": "GRAFT_AGENT_ADDR", "value": "user-set"}
+		}
+		e := map[string]any{"name": fmt.Sprintf("E%d_%d", i, r.IntN(1000)), "value": "v"}
+		if pick(4) {
+			e = map[string]any{"name": fmt.Sprintf("F%d_%d", i, r.IntN(1000)), "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "metadata.name"}}}
+		}
+		if pick(8) {
+			e["x-future"] = []any{1.5, "two"}
+		}
+		return e
+	}
+	mount := func(i int) any {
+		if pick(10) {
+			return map[string]any{"name": fmt.Sprintf("own-%d", i), "mountPath": "/var/run/graft-agent"}
+		}
+		return map[string]any{"name": fmt.Sprintf("m%d", i), "mountPath": fmt.Sprintf("/data/%d", i)}
+	}
+	container := func(i int) any {
+		c := map[string]any{"name": fmt.Sprintf("app-%d", i), "image": "registry.local/app:1"}
+		if pick(15) {
+			c["name"] = "graft-agent"
+		}
+		if v := list(env, 6); v != nil || pick(2) {
+			c["env"] = v
+		}
+		if v := list(mount, 3); v != nil || pick(2) {
+			c["volumeMounts"] = v
+		}
+		if pick(3) {
+			c["resources"] = map[string]any{"requests": map[string]any{"cpu": "0.25", "memory": "1e3"}}
+		}
+		if pick(5) {
+			c["x-future-container"] = map[string]any{"deep": map[string]any{"deeper": true}}
+		}
+		return c
+	}
+	initc := func(i int) any {
+		c := map[string]any{"name": fmt.Sprintf("init-%d", i), "image": "registry.local/init:1"}
+		if pick(3) {
+			c["restartPolicy"] = "Always"
+		}
+		return c
+	}
+	volume := func(i int) any {
+		if pick(10) {
+			return map[string]any{"name": "graft-agent-run", "emptyDir": map[string]any{}}
+		}
+		return map[string]any{"name": fmt.Sprintf("v%d", i), "emptyDir": map[string]any{}}
+	}
+	strMap := func() any {
+		switch r.IntN(4) {
+		case 0:
+			return nil
+		case 1:
+			return map[string]any{}
+		}
+		m := map[string]any{"a~b/c": "tilde", "example.com/x": "y"}
+		if pick(4) {
+			m["graft.dev/status"] = "stale"
+		}
+		return m
+	}
+	spec := map[string]any{"containers": list(container, 5)}
+	if spec["containers"] == nil || len(spec["containers"].([]any)) == 0 {
+		spec["containers"] = []any{container(0)}
+	}
+	for _, k := range []string{"initContainers", "volumes"} {
+		gen := initc
+		if k == "volumes" {
+			gen = volume
+		}
+		if v := list(gen, 4); v != nil || pick(2) {
+			spec[k] = v
+		}
+	}
+	if pick(4) {
+		spec["x-future-spec"] = "keep"
+	}
+	meta := map[string]any{"namespace": "shop"}
+	if pick(2) {
+		meta["name"] = fmt.Sprintf("pod-%d", r.IntN(1000))
+	} else {
+		meta["generateName"] = "pod-"
+	}
+	for _, k := range []string{"annotations", "labels"} {
+		if v := strMap(); v != nil || pick(2) {
+			meta[k] = v
+		}
+	}
+	return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+}
+
+// uniqueNames dedupes what Kubernetes requires to be unique: container
+// names, volume names, and env names and mounts within a container.
+func uniqueNames(pod map[string]any) {
+	seen := map[string]bool{}
+	spec := pod["spec"].(map[string]any)
+	for _, k := range []string{"initContainers", "containers"} {
+		l, _ := spec[k].([]any)
+		for i, c := range l {
+			m := c.(map[string]any)
+			for key, fields := range map[string][]string{"env": {"name"}, "volumeMounts": {"name", "mountPath"}} {
+				if items, ok := m[key].([]any); ok {
+					seenField := map[string]bool{}
+					m[key] = slices.DeleteFunc(items, func(e any) bool {
+						dup := false
+						for _, f := range fields {
+							v := f + "=" + e.(map[string]any)[f].(string)
+							dup = dup || seenField[v]
+							seenField[v] = true
+						}
+						return dup
+					})
+				}
+			}
+			name := m["name"].(string)
+			if seen[name] {
+				m["name"] = fmt.Sprintf("%s-%s-%d", name, k, i)
+			}
+			seen[m["name"].(string)] = true
+		}
+	}
+	if vols, ok := spec["volumes"].([]any); ok {
+		seenV := map[string]bool{}
+		spec["volumes"] = slices.DeleteFunc(vols, func(v any) bool {
+			n := v.(map[string]any)["name"].(string)
+			dup := seenV[n]
+			seenV[n] = true
+			return dup
+		})
+	}
+}
+
+func podReview(pod any, uid string) []byte {
+	return corpus.Marshal("admission.k8s.io/v1", uid, "CREATE", "shop", pod)
+}
+
+// foreignMutators are the edits another webhook might make between two
+// calls to graft (reinvocationPolicy: IfNeeded). check asserts the edit
+// survived graft's second call.
+var foreignMutators = []struct {
+	name   string
+	mutate func(pod map[string]any)
+	check  func(t *testing.T, pod map[string]any)
+}{
+	{"append-container", func(pod map[string]any) {
+		spec := pod["spec"].(map[string]any)
+		spec["containers"] = append(spec["containers"].([]any), map[string]any{"name": "foreign", "image": "other:1"})
+	}, func(t *testing.T, pod map[string]any) {
+		c := findNamed(pod["spec"].(map[string]any)["containers"], "foreign")
+		if c == nil {
+			t.Fatal("foreign container lost")
+		}
+		if findNamed(c["env"], "GRAFT_AGENT_ADDR") == nil {
+			t.Fatal("foreign container did not get graft's env var")
+		}
+	}},
+	{"pull-policy-and-env", func(pod map[string]any) {
+		spec := pod["spec"].(map[string]any)
+		for _, k := range []string{"containers", "initContainers"} {
+			l, _ := spec[k].([]any)
+			for _, c := range l {
+				m := c.(map[string]any)
+				m["imagePullPolicy"] = "Always"
+				env, _ := m["env"].([]any)
+				m["env"] = append(env, map[string]any{"name": "FOREIGN", "value": "1"})
+			}
+		}
+	}, func(t *testing.T, pod map[string]any) {
+		spec := pod["spec"].(map[string]any)
+		for _, k := range []string{"containers", "initContainers"} {
+			l, _ := spec[k].([]any)
+			for _, c := range l {
+				m := c.(map[string]any)
+				if m["imagePullPolicy"] != "Always" || findNamed(m["env"], "FOREIGN") == nil {
+					t.Fatalf("foreign edit undone on %v", m["name"])
+				}
+			}
+		}
+	}},
+	{"annotations-labels", func(pod map[string]any) {
+		meta := pod["metadata"].(map[string]any)
+		for _, k := range []string{"annotations", "labels"} {
+			m, _ := meta[k].(map[string]any)
+			if m == nil {
+				m = map[string]any{}
+			}
+			m["foreign.example.com/"+k] = "set"
+			meta[k] = m
+		}
+	}, func(t *testing.T, pod map[string]any) {
+		meta := pod["metadata"].(map[string]any)
+		for _, k := range []string{"annotations", "labels"} {
+			if meta[k].(map[string]any)["foreign.example.com/"+k] != "set" {
+				t.Fatalf("foreign %s lost", k)
+			}
+		}
+	}},
+	{"reorder-containers", func(pod map[string]any) {
+		slices.Reverse(pod["spec"].(map[string]any)["containers"].([]any))
+	}, func(t *testing.T, pod map[string]any) {}},
+	{"remove-status", func(pod map[string]any) {
+		delete(pod["metadata"].(map[string]any)["annotations"].(map[string]any), annotationStatus)
+	}, func(t *testing.T, pod map[string]any) {}},
+}
+
+func findNamed(list any, name string) map[string]any {
+	l, _ := list.([]any)
+	for _, e := range l {
+		if m, ok := e.(map[string]any); ok && m["name"] == name {
+			return m
+		}
+	}
+	return nil
+}
+
+// assertNoDuplicates checks every named list of the Pod.
+func assertNoDuplicates(t *testing.T, pod map[string]any) {
+	t.Helper()
+	spec := pod["spec"].(map[string]any)
+	dup := func(where string, list any, key string) {
+		seen := map[any]bool{}
+		l, _ := list.([]any)
+		for _, e := range l {
+			v := e.(map[string]any)[key]
+			if seen[v] {
+				t.Fatalf("duplicate %s %v in %s", key, v, where)
+			}
+			seen[v] = true
+		}
+	}
+	var all []any
+	for _, k := range []string{"initContainers", "containers"} {
+		l, _ := spec[k].([]any)
+		all = append(all, l...)
+		for _, c := range l {
+			m := c.(map[string]any)
+			dup(fmt.Sprint(m["name"], ".env"), m["env"], "name")
+			dup(fmt.Sprint(m["name"], ".volumeMounts"), m["volumeMounts"], "name")
+			dup(fmt.Sprint(m["name"], ".volumeMounts"), m["volumeMounts"], "mountPath")
+		}
+	}
+	dup("containers", all, "name")
+	dup("volumes", spec["volumes"], "name")
+}
+
+func decodeGeneric(t *testing.T, b []byte) map[string]any {
+	t.Helper()
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// stripGraft removes from patched what graft added to orig, so the rest can
+// be compared with orig exactly: nothing else may have changed.
+func stripGraft(pl *plan, orig, patched map[string]any) {
+	own := map[string]bool{}
+	for _, l := range [][]element{pl.inits, pl.sidecars, pl.volumes, pl.appEnv, pl.appMount} {
+		for _, e := range l {
+			own[e.name] = true
+		}
+	}
+	stripList := func(o, p map[string]any, key string) {
+		ol, had := o[key]
+		pl, _ := p[key].([]any)
+		if pl == nil {
+			return
+		}
+		oldNames := map[any]bool{}
+		if l, ok := ol.([]any); ok {
+			for _, e := range l {
+				oldNames[e.(map[string]any)["name"]] = true
+			}
+		}
+		kept := slices.DeleteFunc(slices.Clone(pl), func(e any) bool {
+			n := e.(map[string]any)["name"]
+			s, _ := n.(string)
+			return own[s] && !oldNames[n]
+		})
+		switch {
+		case !had && len(kept) == 0:
+			delete(p, key)
+		case had && ol == nil && len(kept) == 0:
+			p[key] = nil
+		default:
+			p[key] = kept
+		}
+	}
+	ps, os := patched["spec"].(map[string]any), orig["spec"].(map[string]any)
+	for _, k := range []string{"initContainers", "containers", "volumes"} {
+		stripList(os, ps, k)
+	}
+	oc, _ := os["containers"].([]any)
+	pcs, _ := ps["containers"].([]any)
+	for i := range pcs {
+		if i < len(oc) {
+			for _, k := range []string{"env", "volumeMounts"} {
+				stripList(oc[i].(map[string]any), pcs[i].(map[string]any), k)
+			}
+		}
+	}
+	om, pm := orig["metadata"].(map[string]any), patched["metadata"].(map[string]any)
+	oa, had := om["annotations"]
+	pa := pm["annotations"].(map[string]any)
+	oam, _ := oa.(map[string]any)
+	if v, ok := oam[annotationStatus]; ok {
+		pa[annotationStatus] = v
+	} else {
+		delete(pa, annotationStatus)
+	}
+	switch {
+	case !had && len(pa) == 0:
+		delete(pm, "annotations")
+	case had && oa == nil && len(pa) == 0:
+		pm["annotations"] = nil
+	}
+}
+
+func TestProperties(t *testing.T) {
+	const seed, n = 20261121, 300
+	e := newTestEngine(t, goldenConfig())
+	pl := e.impl.profiles["agent"].def.plan
+	r := rand.New(rand.NewPCG(seed, 1))
+	for i := range n {
+		pod := genPod(r)
+		uniqueNames(pod)
+		review := podReview(pod, fmt.Sprintf("00000000-0000-4000-8000-%012d", i))
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			resp, _, err := e.Admit(nil, review, Options{})
+			if err != nil {
+				t.Fatalf("admit: %v\n%s", err, review)
+			}
+			if again, _, _ := e.Admit(nil, review, Options{}); !bytes.Equal(resp, again) {
+				t.Fatal("non-deterministic response")
+			}
+			patched := applyResponse(t, review, resp)
+			var fast corev1.Pod
+			if err := json.Unmarshal(patched, &fast); err != nil {
+				t.Fatalf("patched object is not a Pod: %v", err)
+			}
+
+			// Same Pod as the typed reference path.
+			var ref corev1.Pod
+			if err := json.Unmarshal(referenceInject(t, pl, reviewObject(t, review)), &ref); err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(fast, ref) {
+				fb, _ := json.Marshal(fast)
+				rb, _ := json.Marshal(ref)
+				t.Fatalf("fast path and reference differ:\nfast %s\nref  %s", fb, rb)
+			}
+
+			// Nothing but graft's additions changed, byte-for-byte in meaning.
+			orig := decodeGeneric(t, reviewObject(t, review))
+			got := decodeGeneric(t, patched)
+			stripGraft(pl, orig, got)
+			if !reflect.DeepEqual(orig, got) {
+				ob, _ := json.Marshal(orig)
+				gb, _ := json.Marshal(got)
+				t.Fatalf("graft changed more than it added:\norig %s\ngot  %s", ob, gb)
+			}
+
+			// Idempotent.
+			second := podReview(json.RawMessage(patched), "second")
+			if resp2, _, _ := e.Admit(nil, second, Options{}); responsePatch(t, resp2) != nil {
+				t.Fatalf("second admission patched again: %s", resp2)
+			}
+
+			// Reinvocation after each foreign mutator never duplicates,
+			// never undoes the foreign edit, and converges.
+			for _, m := range foreignMutators {
+				pod := decodeGeneric(t, patched)
+				m.mutate(pod)
+				mutated, _ := json.Marshal(pod)
+				rv := podReview(json.RawMessage(mutated), "reinvoke")
+				after := decodeGeneric(t, applyResponse(t, rv, mustAdmit(t, e, rv, Options{})))
+				assertNoDuplicates(t, after)
+				m.check(t, after)
+				final, _ := json.Marshal(after)
+				rv3 := podReview(json.RawMessage(final), "third")
+				if resp3 := mustAdmit(t, e, rv3, Options{}); responsePatch(t, resp3) != nil {
+					t.Fatalf("%s: third call still patches: %s", m.name, responsePatch(t, resp3))
+				}
+			}
+		})
+	}
+}
