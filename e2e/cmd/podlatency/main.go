@@ -104,15 +104,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 
-	none := variant{name: "none", ns: "lat-none", injected: func(p *corev1.Pod) bool { return !hasAgent(p) }}
-	if err := c.CreateNamespace(ctx, none.ns, nil); err != nil {
-		return err
-	}
-	graft, err := setupGraft(ctx, c, shipped)
+	sidecar, _, err := defaultPatch()
 	if err != nil {
 		return err
 	}
-	conv, proc, err := setupConventional(ctx, c, shipped, conventionalBin, opts.Dir)
+	none := variant{name: "none", ns: "lat-none", injected: func(p *corev1.Pod) bool { return !injectedBy(sidecar)(p) }}
+	if err := c.CreateNamespace(ctx, none.ns, nil); err != nil {
+		return err
+	}
+	graft, err := setupGraft(ctx, c, shipped, sidecar)
+	if err != nil {
+		return err
+	}
+	conv, proc, err := setupConventional(ctx, c, shipped, conventionalBin, opts.Dir, sidecar)
 	if proc != nil {
 		defer proc.stop()
 	}
@@ -235,7 +239,7 @@ func writeReport(dir string, rows []Row, stdout io.Writer) error {
 	var md strings.Builder
 	fmt.Fprintf(&md, "## Pod create latency through kube-apiserver (%s)\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	md.WriteString("One client creating the small corpus Pod one at a time; etcd, kube-apiserver and the webhooks on loopback, unpinned. " +
-		"`policy` is a MutatingAdmissionPolicy (JSONPatch) adding the same init container and volume; graft and conventional also add env, a mount and annotations.\n\n")
+		"`policy` is a MutatingAdmissionPolicy (JSONPatch) adding the same init containers and volumes as graft's default profile; graft and conventional also add annotations and any env and mounts the templates give app containers.\n\n")
 	md.WriteString("| variant | pods | p50 | p90 | p99 | mean | p50 overhead | p99 overhead |\n|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&md, "| %s | %d | %s | %s | %s | %s | %s | %s |\n", r.Variant, r.Pods,

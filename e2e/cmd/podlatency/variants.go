@@ -9,10 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/graftdev/graft/e2e/internal/cluster"
+	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/templates"
 	"github.com/graftdev/graft/webhook/certgen"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
@@ -24,10 +26,7 @@ import (
 // variantLabel selects, by namespace, which mutation a Pod goes through.
 const variantLabel = "bench.graft.dev/variant"
 
-// agentName is the init container every mutating variant adds.
-const agentName = "graft-agent"
-
-// variant is one way of adding graft's agent (or none).
+// variant is one way of adding graft's sidecars (or none).
 type variant struct {
 	name string
 	ns   string
@@ -35,19 +34,22 @@ type variant struct {
 	injected func(*corev1.Pod) bool
 }
 
-func hasAgent(p *corev1.Pod) bool {
-	for _, c := range p.Spec.InitContainers {
-		if c.Name == agentName {
-			return true
+// injectedBy reports whether a Pod holds the init container called name.
+func injectedBy(name string) func(*corev1.Pod) bool {
+	return func(p *corev1.Pod) bool {
+		for _, c := range p.Spec.InitContainers {
+			if c.Name == name {
+				return true
+			}
 		}
+		return false
 	}
-	return false
 }
 
 // setupGraft registers the shipped webhook for graft; its namespace opts in
 // with the shipped label.
-func setupGraft(ctx context.Context, c *cluster.Cluster, shipped *cluster.Shipped) (variant, error) {
-	v := variant{name: "graft", ns: "lat-graft", injected: hasAgent}
+func setupGraft(ctx context.Context, c *cluster.Cluster, shipped *cluster.Shipped, sidecar string) (variant, error) {
+	v := variant{name: "graft", ns: "lat-graft", injected: injectedBy(sidecar)}
 	if _, err := c.RegisterGraft(ctx, shipped); err != nil {
 		return v, err
 	}
@@ -62,8 +64,8 @@ type conventional struct {
 
 // setupConventional starts the conventional peer and registers the shipped
 // webhook configuration pointed at it, selecting its own namespace.
-func setupConventional(ctx context.Context, c *cluster.Cluster, shipped *cluster.Shipped, bin, dir string) (variant, *conventional, error) {
-	v := variant{name: "conventional", ns: "lat-conventional", injected: hasAgent}
+func setupConventional(ctx context.Context, c *cluster.Cluster, shipped *cluster.Shipped, bin, dir, sidecar string) (variant, *conventional, error) {
+	v := variant{name: "conventional", ns: "lat-conventional", injected: injectedBy(sidecar)}
 	certDir := filepath.Join(dir, "conventional-certs")
 	b, err := certgen.Generate(certgen.Options{DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
 	if err != nil {
@@ -122,15 +124,15 @@ func (p *conventional) stop() {
 	}
 }
 
-// setupPolicy creates a MutatingAdmissionPolicy that adds graft's agent
-// container (and the volume it mounts) with a JSONPatch: ApplyConfiguration
-// cannot set atomic lists such as a container's args.
+// setupPolicy creates a MutatingAdmissionPolicy that adds the init
+// containers (and volumes) of graft's default profile with a JSONPatch:
+// ApplyConfiguration cannot set atomic lists such as a container's args.
 func setupPolicy(ctx context.Context, c *cluster.Cluster) (variant, error) {
-	v := variant{name: "policy", ns: "lat-policy", injected: hasAgent}
-	expr, err := agentPatchExpression()
+	sidecar, expr, err := defaultPatch()
 	if err != nil {
-		return v, err
+		return variant{}, err
 	}
+	v := variant{name: "policy", ns: "lat-policy", injected: injectedBy(sidecar)}
 	fail := admissionregv1.Fail
 	pol := &admissionregv1.MutatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "graft-agent"},
@@ -143,7 +145,7 @@ func setupPolicy(ctx context.Context, c *cluster.Cluster) (variant, error) {
 			}}},
 			MatchConditions: []admissionregv1.MatchCondition{{
 				Name:       "not-injected",
-				Expression: `!has(object.spec.initContainers) || !object.spec.initContainers.exists(c, c.name == "` + agentName + `")`,
+				Expression: `!has(object.spec.initContainers) || !object.spec.initContainers.exists(c, c.name == "` + sidecar + `")`,
 			}},
 			FailurePolicy:      &fail,
 			ReinvocationPolicy: admissionregv1.NeverReinvocationPolicy,
@@ -171,38 +173,65 @@ func setupPolicy(ctx context.Context, c *cluster.Cluster) (variant, error) {
 	return v, c.CreateNamespace(ctx, v.ns, map[string]string{variantLabel: v.name})
 }
 
-// agentPatchExpression renders graft's built-in agent template and writes
-// its init container and volume as a CEL JSONPatch expression.
-func agentPatchExpression() (string, error) {
+// defaultPatch renders the templates of graft's default profile and
+// writes their init containers and volumes as a CEL JSONPatch expression.
+// It returns the first init container's name, by which a mutated Pod is
+// recognised.
+func defaultPatch() (name, expr string, err error) {
 	set, err := templates.Builtin()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	t, ok := set.Get("agent")
-	if !ok {
-		return "", errors.New("built-in template agent is missing")
+	cfg := inject.DefaultConfig()
+	prof := cfg.Profiles[cfg.DefaultProfile]
+	var inits, vols []string
+	for _, tn := range prof.Templates {
+		t, ok := set.Get(tn)
+		if !ok {
+			return "", "", fmt.Errorf("template %q is missing", tn)
+		}
+		f, err := t.Render(prof.Params[tn])
+		if err != nil {
+			return "", "", err
+		}
+		if len(f.Containers) > 0 || t.Placement != templates.PlaceFirst {
+			return "", "", fmt.Errorf("template %s: the policy variant adds first-placed init containers only", tn)
+		}
+		for _, el := range f.InitContainers {
+			if name == "" {
+				name = el.Name
+			}
+			c, err := celJSON(el.Raw)
+			if err != nil {
+				return "", "", err
+			}
+			inits = append(inits, c)
+		}
+		for _, el := range f.Volumes {
+			v, err := celJSON(el.Raw)
+			if err != nil {
+				return "", "", err
+			}
+			vols = append(vols, v)
+		}
 	}
-	f, err := t.Render(nil)
-	if err != nil {
-		return "", err
+	if name == "" {
+		return "", "", errors.New("the default profile injects no init container")
 	}
-	if len(f.InitContainers) != 1 || len(f.Volumes) != 1 {
-		return "", fmt.Errorf("agent template: want one init container and one volume, have %d and %d", len(f.InitContainers), len(f.Volumes))
+	var atIndex, appendVols []string
+	for i, c := range inits {
+		atIndex = append(atIndex, fmt.Sprintf(`JSONPatch{op: "add", path: "/spec/initContainers/%d", value: %s}`, i, c))
 	}
-	cc, err := celJSON(f.InitContainers[0].Raw)
-	if err != nil {
-		return "", err
+	for _, v := range vols {
+		appendVols = append(appendVols, `JSONPatch{op: "add", path: "/spec/volumes/-", value: `+v+`}`)
 	}
-	vc, err := celJSON(f.Volumes[0].Raw)
-	if err != nil {
-		return "", err
+	expr = `(has(object.spec.initContainers) ? [` + strings.Join(atIndex, ", ") + `]` +
+		` : [JSONPatch{op: "add", path: "/spec/initContainers", value: [` + strings.Join(inits, ", ") + `]}])`
+	if len(vols) > 0 {
+		expr += ` + (has(object.spec.volumes) ? [` + strings.Join(appendVols, ", ") + `]` +
+			` : [JSONPatch{op: "add", path: "/spec/volumes", value: [` + strings.Join(vols, ", ") + `]}])`
 	}
-	return `(has(object.spec.initContainers)` +
-		` ? [JSONPatch{op: "add", path: "/spec/initContainers/0", value: ` + cc + `}]` +
-		` : [JSONPatch{op: "add", path: "/spec/initContainers", value: [` + cc + `]}]) +` +
-		` (has(object.spec.volumes)` +
-		` ? [JSONPatch{op: "add", path: "/spec/volumes/-", value: ` + vc + `}]` +
-		` : [JSONPatch{op: "add", path: "/spec/volumes", value: [` + vc + `]}])`, nil
+	return name, expr, nil
 }
 
 // waitInjecting polls dry-run creates of pod in v's namespace until the
@@ -219,7 +248,7 @@ func waitInjecting(ctx context.Context, client kubernetes.Interface, v variant, 
 		case v.injected(p):
 			return nil
 		default:
-			last = errors.New("dry-run Pod came back without " + agentName)
+			last = errors.New("dry-run Pod came back unmutated")
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
