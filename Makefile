@@ -11,7 +11,7 @@ PKGS      := ./...
 
 export CGO_ENABLED ?= 0
 
-.PHONY: all build run test unit fmt vet bench lint-templates clean
+.PHONY: all build run test unit fmt vet bench lint-templates fuzz clean
 
 all: build
 
@@ -23,8 +23,8 @@ build:
 run: build
 	$(BIN)/graft serve
 
-## test: vet, unit tests (race detector on), then the end-to-end suite.
-test: vet unit e2e
+## test: vet, template lint, unit tests (race detector on), then the end-to-end suite.
+test: vet lint-templates unit e2e
 
 ## unit: every package's tests, race detector on.
 unit:
@@ -38,6 +38,17 @@ fmt:
 vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+
+## lint-templates: the built-in templates pass lint and templates/README.md is current.
+lint-templates:
+	$(GO) run ./cmd/graft templates lint templates/
+	$(GO) run ./cmd/graft templates docs --check
+
+## fuzz: a short run of each fuzz target (FUZZTIME per target).
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test ./inject -run '^$$' -fuzz '^FuzzAdmit$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./inject -run '^$$' -fuzz '^FuzzPatchRoundTrip$$' -fuzztime $(FUZZTIME)
 
 ## bench: Go benchmarks of the engine and server, six runs each.
 bench:

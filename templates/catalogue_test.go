@@ -190,7 +190,7 @@ func TestCatalogueThroughEngine(t *testing.T) {
 				}
 			}
 		}},
-		{profile: "secrets-agent", inits: []string{"graft-secrets-agent", "migrate"}, check: func(t *testing.T, p *corev1.Pod) {
+		{profile: "secrets-agent", inits: []string{"graft-secrets-init", "graft-secrets-agent", "migrate"}, check: func(t *testing.T, p *corev1.Pod) {
 			for _, c := range p.Spec.Containers {
 				if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].Name != "graft-secrets" || !c.VolumeMounts[0].ReadOnly {
 					t.Errorf("container %s mounts %+v, want graft-secrets read-only", c.Name, c.VolumeMounts)
@@ -203,14 +203,26 @@ func TestCatalogueThroughEngine(t *testing.T) {
 			}
 		}},
 		{profile: "otel-agent-log-shipper", inits: []string{"graft-otel-agent", "graft-log-shipper", "migrate"}},
-		{profile: "mesh-proxy-secrets-agent", inits: []string{"graft-proxy", "graft-secrets-agent", "migrate"}},
+		{profile: "mesh-proxy-secrets-agent", inits: []string{"graft-proxy", "graft-secrets-init", "graft-secrets-agent", "migrate"}},
 		{
 			profile:     "enabled",
 			annotations: map[string]string{"graft.dev/templates": "mesh-proxy,otel-agent,log-shipper,secrets-agent"},
-			inits:       []string{"graft-proxy", "graft-otel-agent", "graft-log-shipper", "graft-secrets-agent", "migrate"},
+			inits:       []string{"graft-proxy", "graft-otel-agent", "graft-log-shipper", "graft-secrets-init", "graft-secrets-agent", "migrate"},
 			check: func(t *testing.T, p *corev1.Pod) {
 				if n := len(p.Spec.Volumes); n != 4 {
 					t.Errorf("%d volumes, want 4", n)
+				}
+			},
+		},
+		{
+			profile:     "mesh-proxy",
+			annotations: map[string]string{"graft.dev/mesh-proxy.trafficRedirect": "init-container"},
+			inits:       []string{"graft-proxy-init", "graft-proxy", "migrate"},
+			check: func(t *testing.T, p *corev1.Pod) {
+				c := p.Spec.InitContainers[0]
+				if c.RestartPolicy != nil || c.SecurityContext == nil || c.SecurityContext.Capabilities == nil ||
+					!slices.Contains(c.SecurityContext.Capabilities.Add, "NET_ADMIN") || !slices.Contains(c.SecurityContext.Capabilities.Add, "NET_RAW") {
+					t.Errorf("redirect init container %+v, want an ordinary init container with NET_ADMIN and NET_RAW", c)
 				}
 			},
 		},
@@ -244,13 +256,13 @@ func TestCatalogueThroughEngine(t *testing.T) {
 				"graft.dev/secrets-agent.secretPaths":    "kv/data/web/db,kv/data/web/api",
 				"graft.dev/secrets-agent.templateFormat": "env",
 			},
-			inits: []string{"graft-secrets-agent", "migrate"},
+			inits: []string{"graft-secrets-init", "graft-secrets-agent", "migrate"},
 			check: func(t *testing.T, p *corev1.Pod) {
-				probe := strings.Join(p.Spec.InitContainers[0].StartupProbe.Exec.Command, " ")
+				probe := strings.Join(p.Spec.InitContainers[1].StartupProbe.Exec.Command, " ")
 				if want := "test -f /var/run/graft-secrets/kv/data/web/db.env && test -f /var/run/graft-secrets/kv/data/web/api.env"; !strings.Contains(probe, want) {
 					t.Errorf("startup probe %q does not wait for %q", probe, want)
 				}
-				cfg := envOf(p.Spec.InitContainers[0], "GRAFT_VAULT_CONFIG").Value
+				cfg := envOf(p.Spec.InitContainers[1], "GRAFT_VAULT_CONFIG").Value
 				var parsed struct {
 					Template []struct{ Destination, Contents string }
 				}

@@ -76,11 +76,6 @@ func parseFragment(rendered []byte) (*Fragment, error) {
 			*l.out = append(*l.out, el)
 		}
 	}
-	for _, c := range f.InitContainers {
-		if !bytes.Contains(c.Raw, []byte(`"restartPolicy":"Always"`)) {
-			return nil, fmt.Errorf("initContainers %q: graft injects init containers only as native sidecars (restartPolicy: Always)", c.Name)
-		}
-	}
 	f.Annotations = sortedKVs(doc.Annotations)
 	f.Labels = sortedKVs(doc.Labels)
 	return f, nil

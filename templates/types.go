@@ -6,7 +6,9 @@
 // parameter set and caches the Fragment.
 package templates
 
-// Placement says where a template's initContainers go.
+// Placement says where a template's initContainers go, as a group in
+// fragment order: native sidecars (restartPolicy: Always) and ordinary
+// init containers alike.
 type Placement string
 
 const (

@@ -1,0 +1,264 @@
+package webhook
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttputil"
+
+	"github.com/graftdev/graft/bench/corpus"
+	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/webhook/certgen"
+)
+
+// BenchmarkServe measures a request through the whole handler (routing,
+// checks, deadline, engine, pooled response, metrics, sampled log) and
+// fasthttp's HTTP/1.1 parsing and writing, over an in-memory listener
+// without TLS. Its allocations are the engine's (BenchmarkEngineAdmit)
+// plus what the server adds.
+func BenchmarkServe(b *testing.B) {
+	for _, name := range []string{corpus.Small, corpus.Large, corpus.Skip} {
+		b.Run(name, func(b *testing.B) {
+			s := benchServer(b)
+			ln := fasthttputil.NewInmemoryListener()
+			srv := s.fasthttpServer(s.state.Load().settings, s.handle)
+			done := make(chan error, 1)
+			go func() { done <- srv.Serve(ln) }()
+			b.Cleanup(func() {
+				_ = srv.Shutdown()
+				<-done
+			})
+			conn, err := ln.Dial()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Close()
+			review := corpus.Review(name)
+			c := newRawClient(conn, review)
+			b.SetBytes(int64(len(review)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.roundTrip(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// rawClient speaks just enough HTTP/1.1 over one keep-alive connection to
+// send a fixed review and discard the answer without allocating, so the
+// benchmark's allocations are the server's. (fasthttp's own client
+// allocates when reading bodies larger than its pool has calibrated for.)
+type rawClient struct {
+	conn net.Conn
+	br   *bufio.Reader
+	req  []byte
+}
+
+func newRawClient(conn net.Conn, body []byte) *rawClient {
+	req := fmt.Appendf(nil, "POST /inject?timeout=10s HTTP/1.1\r\nHost: graft\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body))
+	return &rawClient{conn: conn, br: bufio.NewReaderSize(conn, 64<<10), req: append(req, body...)}
+}
+
+func (c *rawClient) roundTrip() error {
+	if _, err := c.conn.Write(c.req); err != nil {
+		return err
+	}
+	status, err := c.br.ReadSlice('\n')
+	if err != nil {
+		return err
+	}
+	if !bytes.HasPrefix(status, []byte("HTTP/1.1 200 ")) {
+		return fmt.Errorf("status line %q", status)
+	}
+	length := -1
+	for {
+		line, err := c.br.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		if len(line) <= 2 {
+			break
+		}
+		if v, ok := bytes.CutPrefix(line, []byte("Content-Length: ")); ok {
+			length = 0
+			for _, d := range bytes.TrimSpace(v) {
+				length = length*10 + int(d-'0')
+			}
+		}
+	}
+	if length < 0 {
+		return errors.New("no Content-Length")
+	}
+	_, err = c.br.Discard(length)
+	return err
+}
+
+// BenchmarkEngineAdmit is the engine alone on the same reviews, for the
+// comparison with BenchmarkServe.
+func BenchmarkEngineAdmit(b *testing.B) {
+	for _, name := range []string{corpus.Small, corpus.Large, corpus.Skip} {
+		b.Run(name, func(b *testing.B) {
+			s := benchServer(b)
+			eng := s.state.Load().eng
+			review := corpus.Review(name)
+			var dst []byte
+			b.SetBytes(int64(len(review)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var err error
+				dst, _, err = eng.Admit(dst[:0], review, inject.Options{Profile: "enabled"})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// benchServer is a Server as `graft serve` builds it (info logs with
+// sampling, to io.Discard), warmed up.
+func benchServer(b *testing.B) *Server {
+	b.Helper()
+	certDir := b.TempDir()
+	bundle, err := certgen.Generate(certgen.Options{DNSNames: []string{"localhost"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := bundle.Write(certDir); err != nil {
+		b.Fatal(err)
+	}
+	log, lvl, err := NewLogger(io.Discard, "info")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(Options{
+		Override: func(st *Settings) {
+			st.Addr, st.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
+			st.TLSCert, st.TLSKey = filepath.Join(certDir, certgen.CertFile), filepath.Join(certDir, certgen.KeyFile)
+		},
+		Logger: log, Level: &lvl, Registry: prometheus.NewRegistry(),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(s.release)
+	s.warm(s.state.Load())
+	if !s.warmed.Load() {
+		b.Fatal("warm-up failed")
+	}
+	return s
+}
+
+// TestHandlerAllocations: the handler adds at most two allocations per
+// request to the engine's, even when every admission is logged.
+func TestHandlerAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector")
+	}
+	for _, name := range []string{corpus.Small, corpus.Skip} {
+		t.Run(name, func(t *testing.T) {
+			s := allocServer(t)
+			review := corpus.Review(name)
+			eng := s.state.Load().eng
+			var dst []byte
+			engine := testing.AllocsPerRun(50, func() {
+				dst, _, _ = eng.Admit(dst[:0], review, inject.Options{Profile: "enabled", Deadline: time.Now().Add(time.Second)})
+			})
+			var ctx fasthttp.RequestCtx
+			var req fasthttp.Request
+			req.SetRequestURI("/inject?timeout=10s")
+			req.Header.SetMethod(fasthttp.MethodPost)
+			req.Header.SetContentType("application/json")
+			req.SetBody(review)
+			ctx.Init(&req, nil, nil)
+			handler := testing.AllocsPerRun(50, func() {
+				// What fasthttp does between requests: closing the user
+				// values returns the response buffer to the pool.
+				ctx.ResetUserValues()
+				ctx.Response.Reset()
+				s.handle(&ctx)
+				if ctx.Response.StatusCode() != fasthttp.StatusOK {
+					t.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
+				}
+			})
+			t.Logf("engine %v allocs/op, handler %v allocs/op", engine, handler)
+			if handler > engine+2 {
+				t.Errorf("handler %v allocations per request, engine %v: more than 2 added", handler, engine)
+			}
+		})
+	}
+}
+
+// allocServer is benchServer for tests, logging every admission at debug
+// to a discarding writer (50 runs stay within the sampler's first 100).
+func allocServer(t *testing.T) *Server {
+	t.Helper()
+	certDir := t.TempDir()
+	bundle, err := certgen.Generate(certgen.Options{DNSNames: []string{"localhost"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bundle.Write(certDir); err != nil {
+		t.Fatal(err)
+	}
+	log, lvl, err := NewLogger(io.Discard, "debug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{
+		Override: func(st *Settings) {
+			st.Addr, st.AdminAddr, st.LogLevel = "127.0.0.1:0", "127.0.0.1:0", "debug"
+			st.TLSCert, st.TLSKey = filepath.Join(certDir, certgen.CertFile), filepath.Join(certDir, certgen.KeyFile)
+		},
+		Logger: log, Level: &lvl, Registry: prometheus.NewRegistry(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.release)
+	s.warm(s.state.Load())
+	return s
+}
+
+// BenchmarkServeTLS is BenchmarkServe over real TLS on loopback: one
+// keep-alive connection, the listener and settings `graft serve` uses.
+func BenchmarkServeTLS(b *testing.B) {
+	for _, name := range []string{corpus.Small, corpus.Large} {
+		b.Run(name, func(b *testing.B) {
+			s := benchServer(b)
+			done := make(chan error, 1)
+			go func() { done <- s.tlsSrv.Serve(s.tlsLn) }()
+			b.Cleanup(func() {
+				_ = s.tlsSrv.Shutdown()
+				<-done
+			})
+			conn, err := tls.Dial("tcp", s.Addr().String(), &tls.Config{InsecureSkipVerify: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Close()
+			review := corpus.Review(name)
+			c := newRawClient(conn, review)
+			b.SetBytes(int64(len(review)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.roundTrip(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,194 @@
+package webhook
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+
+	"github.com/graftdev/graft/inject"
+)
+
+var (
+	routeInject  = []byte("/inject")
+	routeHealthz = []byte("/healthz")
+	routeReadyz  = []byte("/readyz")
+	routeMetrics = []byte("/metrics")
+	jsonType     = []byte("application/json")
+)
+
+// handle routes a request on the TLS port: /inject[/<profile>] and the
+// admin routes.
+func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	path := ctx.Path()
+	if rest, ok := bytes.CutPrefix(path, routeInject); ok {
+		switch {
+		case len(rest) == 0:
+			s.inject(ctx, nil)
+		case rest[0] == '/' && len(rest) > 1 && bytes.IndexByte(rest[1:], '/') < 0:
+			s.inject(ctx, rest[1:])
+		default:
+			ctx.Error("not found", fasthttp.StatusNotFound)
+		}
+		return
+	}
+	s.handleAdmin(ctx)
+}
+
+// handleAdmin serves /healthz, /readyz and /metrics (the admin port's only
+// routes).
+func (s *Server) handleAdmin(ctx *fasthttp.RequestCtx) {
+	path := ctx.Path()
+	var h fasthttp.RequestHandler
+	switch {
+	case bytes.Equal(path, routeHealthz):
+		h = s.healthz
+	case bytes.Equal(path, routeReadyz):
+		h = s.readyz
+	case bytes.Equal(path, routeMetrics):
+		h = s.metricsHandler
+	default:
+		ctx.Error("not found", fasthttp.StatusNotFound)
+		return
+	}
+	if !ctx.IsGet() && !ctx.IsHead() {
+		ctx.Error("method not allowed", fasthttp.StatusMethodNotAllowed)
+		ctx.Response.Header.Set(fasthttp.HeaderAllow, "GET, HEAD") // after Error, which resets headers
+		return
+	}
+	h(ctx)
+}
+
+func (s *Server) healthz(ctx *fasthttp.RequestCtx) { ctx.SetBodyString("ok\n") }
+
+func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
+	if why := s.notReady(); why != "" {
+		ctx.Error("not ready: "+why+"\n", fasthttp.StatusServiceUnavailable)
+		return
+	}
+	ctx.SetBodyString("ok\n")
+}
+
+// inject answers one AdmissionReview. profileName is nil for /inject.
+//
+// The body is fasthttp's request buffer, handed to the engine without a
+// copy; it is valid only until this function returns, and so are the
+// Result's UID, Namespace and Name, which alias it.
+func (s *Server) inject(ctx *fasthttp.RequestCtx, profileName []byte) {
+	if !ctx.IsPost() {
+		ctx.Error("method not allowed: use POST", fasthttp.StatusMethodNotAllowed)
+		ctx.Response.Header.Set(fasthttp.HeaderAllow, "POST")
+		return
+	}
+	if !isJSON(ctx.Request.Header.ContentType()) {
+		ctx.Error("unsupported content type: want application/json", fasthttp.StatusUnsupportedMediaType)
+		return
+	}
+
+	st := s.state.Load()
+	s.metrics.inflight.Inc()
+	n := s.inflight.Add(1)
+	defer func() {
+		s.inflight.Add(-1)
+		s.metrics.inflight.Dec()
+		if p := recover(); p != nil {
+			s.recovered(ctx, st, p)
+		}
+	}()
+
+	start := s.now()
+	profile, known := st.profile(profileName)
+	if !known {
+		// Not one of ours: let the engine say so (ErrUnknownProfile). This
+		// path may allocate; it never serves a real API server.
+		profile = string(profileName)
+	}
+	opts := inject.Options{
+		Profile:  profile,
+		Deadline: deadline(start, st.settings.Budget.Duration, st.settings.TimeoutMargin.Duration, ctx.QueryArgs().Peek("timeout")),
+	}
+	body := ctx.PostBody()
+	rb := s.bufs.get()
+	var (
+		out []byte
+		res inject.Result
+		err error
+	)
+	if limit := st.settings.MaxInFlight; limit > 0 && n > int64(limit) {
+		out, res, err = st.eng.Fail(rb.b, body, opts, inject.ReasonOverload)
+	} else {
+		out, res, err = st.eng.Admit(rb.b, body, opts)
+		if err != nil && !errors.Is(err, inject.ErrMalformed) && !errors.Is(err, inject.ErrUnknownProfile) {
+			s.log.Error("engine error; answering per the failure mode", zap.String("profile", profile), zap.Error(err))
+			out, res, err = st.eng.Fail(rb.b[:0], body, opts, inject.ReasonInternal)
+		}
+	}
+	if err != nil {
+		s.bufs.put(rb)
+		s.replyError(ctx, profile, err)
+		s.metrics.countError(st.bind, labelProfile(profile, known))
+		s.metrics.duration.Observe(s.now().Sub(start).Seconds())
+		return
+	}
+	ctx.SetContentTypeBytes(jsonType)
+	rb.b = out
+	ctx.Response.SetBodyRaw(out)
+	ctx.SetUserValue(respBufKey, rb) // closed, so pooled again, after the write
+
+	d := s.now().Sub(start)
+	s.metrics.observe(st.bind, &res, d.Seconds())
+	logAdmission(s.log, &res, d)
+}
+
+func labelProfile(p string, known bool) string {
+	if known {
+		return p
+	}
+	return unknownProfile
+}
+
+// replyError answers a request the engine could not answer with a review.
+func (s *Server) replyError(ctx *fasthttp.RequestCtx, profile string, err error) {
+	switch {
+	case errors.Is(err, inject.ErrMalformed):
+		s.log.Debug("malformed review", zap.Error(err))
+		ctx.Error(shortMessage(err), fasthttp.StatusBadRequest)
+	case errors.Is(err, inject.ErrUnknownProfile):
+		ctx.Error(fmt.Sprintf("unknown profile %q\n", profile), fasthttp.StatusNotFound)
+	default:
+		s.metrics.failures[inject.ReasonInternal].Inc()
+		s.log.Error("engine failed to answer", zap.String("profile", profile), zap.Error(err))
+		ctx.Error("internal error\n", fasthttp.StatusInternalServerError)
+	}
+}
+
+// shortMessage bounds an error message sent to a client.
+func shortMessage(err error) string {
+	const max = 200
+	msg := err.Error()
+	if len(msg) > max {
+		msg = msg[:max] + "..."
+	}
+	return msg + "\n"
+}
+
+// recovered answers 500 after a panic in a request and counts it; the
+// connection and the server carry on.
+func (s *Server) recovered(ctx *fasthttp.RequestCtx, st *state, p any) {
+	s.metrics.failures[inject.ReasonInternal].Inc()
+	s.metrics.countError(st.bind, unknownProfile)
+	s.log.Error("panic in request; answered 500", zap.Any("panic", p), zap.Stack("stack"))
+	ctx.Response.Reset()
+	ctx.Error("internal error\n", fasthttp.StatusInternalServerError)
+}
+
+// isJSON accepts application/json with optional parameters
+// ("application/json; charset=utf-8"), case-insensitively.
+func isJSON(ct []byte) bool {
+	if i := bytes.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	return bytes.EqualFold(bytes.TrimSpace(ct), jsonType)
+}

@@ -1,0 +1,183 @@
+package webhook
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/graftdev/graft/inject"
+)
+
+// resultError labels requests answered with an HTTP error instead of a
+// review (malformed, unknown profile, recovered panic). The other result
+// values are the engine's decisions.
+const resultError = "error"
+
+// unknownProfile labels requests for a profile that does not exist, so a
+// client cannot grow the label set.
+const unknownProfile = "unknown"
+
+// metrics are graft's Prometheus series. Every label value is bound once
+// (at start, or when a reload brings new profiles or templates) so that
+// the request path only increments ready-made counters.
+type metrics struct {
+	requests   *prometheus.CounterVec
+	injections *prometheus.CounterVec
+	duration   prometheus.Histogram
+	patchBytes prometheus.Histogram
+	inflight   prometheus.Gauge
+	certExpiry prometheus.Gauge
+	reloadOK   prometheus.Counter
+	reloadErr  prometheus.Counter
+	// skips and failures are indexed by inject.Reason; nil where a reason
+	// does not belong to the series.
+	skips    []prometheus.Counter
+	failures []prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "graft_admission_requests_total",
+			Help: "Admission requests by profile, operation and result (a decision, or error for an HTTP error reply).",
+		}, []string{"profile", "operation", "result"}),
+		injections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "graft_injections_total",
+			Help: "Templates injected, by template.",
+		}, []string{"template"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "graft_admission_duration_seconds",
+			Help:    "Time from the request reaching the handler to the response being ready.",
+			Buckets: []float64{50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1},
+		}),
+		patchBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "graft_patch_bytes",
+			Help:    "Size of the JSON patch (before base64) of mutating responses.",
+			Buckets: prometheus.ExponentialBuckets(64, 4, 9),
+		}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "graft_inflight_requests",
+			Help: "Admission requests being handled now.",
+		}),
+		certExpiry: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "graft_tls_certificate_expiry_timestamp_seconds",
+			Help: "Expiry (Unix time) of the serving certificate in use.",
+		}),
+	}
+	reloads := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "graft_config_reloads_total",
+		Help: "Template and configuration reloads by result (success, error).",
+	}, []string{"result"})
+	skips := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "graft_skips_total",
+		Help: "Requests left alone, by reason.",
+	}, []string{"reason"})
+	failures := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "graft_admission_failures_total",
+		Help: "Requests denied or answered by the failure mode, by reason.",
+	}, []string{"reason"})
+
+	for _, c := range []prometheus.Collector{
+		m.requests, m.injections, m.duration, m.patchBytes, m.inflight, m.certExpiry,
+		reloads, skips, failures,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	m.reloadOK = reloads.WithLabelValues("success")
+	m.reloadErr = reloads.WithLabelValues("error")
+	reasons := inject.Reasons()
+	m.skips = make([]prometheus.Counter, len(reasons))
+	m.failures = make([]prometheus.Counter, len(reasons))
+	for _, r := range reasons {
+		switch {
+		case r == inject.ReasonNone:
+		case r.IsSkip():
+			m.skips[r] = skips.WithLabelValues(r.String())
+		default:
+			m.failures[r] = failures.WithLabelValues(r.String())
+		}
+	}
+	return m, nil
+}
+
+// profileCounters are one profile's request counters by operation and
+// result; the last result column is resultError.
+type profileCounters [][]prometheus.Counter
+
+// bindings are the label values that depend on the configuration: bound
+// when an engine is built, swapped in with it.
+type bindings struct {
+	profiles   map[string]profileCounters
+	unknown    profileCounters
+	injections map[string]prometheus.Counter
+}
+
+func (m *metrics) bind(profiles, templateNames []string) *bindings {
+	b := &bindings{
+		profiles:   make(map[string]profileCounters, len(profiles)),
+		injections: make(map[string]prometheus.Counter, len(templateNames)),
+	}
+	for _, p := range profiles {
+		b.profiles[p] = m.profileCounters(p)
+	}
+	b.unknown = m.profileCounters(unknownProfile)
+	for _, t := range templateNames {
+		b.injections[t] = m.injections.WithLabelValues(t)
+	}
+	return b
+}
+
+func (m *metrics) profileCounters(profile string) profileCounters {
+	ops := inject.Operations()
+	decisions := inject.Decisions()
+	pc := make(profileCounters, len(ops))
+	for _, op := range ops {
+		row := make([]prometheus.Counter, len(decisions)+1)
+		for _, d := range decisions {
+			row[d] = m.requests.WithLabelValues(profile, op.String(), d.String())
+		}
+		row[len(decisions)] = m.requests.WithLabelValues(profile, op.String(), resultError)
+		pc[op] = row
+	}
+	return pc
+}
+
+func (b *bindings) counters(profile string) profileCounters {
+	if pc, ok := b.profiles[profile]; ok {
+		return pc
+	}
+	return b.unknown
+}
+
+// observe counts one answered review.
+func (m *metrics) observe(b *bindings, res *inject.Result, seconds float64) {
+	pc := b.counters(res.Profile)
+	if int(res.Operation) < len(pc) && int(res.Decision) < len(pc[res.Operation])-1 {
+		pc[res.Operation][res.Decision].Inc()
+	}
+	m.duration.Observe(seconds)
+	if int(res.Reason) < len(m.skips) {
+		if c := m.skips[res.Reason]; c != nil {
+			c.Inc()
+		} else if c := m.failures[res.Reason]; c != nil {
+			c.Inc()
+		}
+	}
+	if res.Decision == inject.DecisionInject {
+		m.patchBytes.Observe(float64(res.PatchBytes))
+		for _, t := range res.Templates {
+			if c, ok := b.injections[t]; ok {
+				c.Inc()
+			}
+		}
+	}
+}
+
+// countError counts a request answered with an HTTP error.
+func (m *metrics) countError(b *bindings, profile string) {
+	row := b.counters(profile)[inject.OpUnknown]
+	row[len(row)-1].Inc()
+}

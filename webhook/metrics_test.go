@@ -1,0 +1,132 @@
+package webhook
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/graftdev/graft/bench/corpus"
+)
+
+// TestMetricsAfterSequence: a known sequence of requests leaves known
+// values, and /metrics serves every graft series plus the Go and process
+// collectors on both ports.
+func TestMetricsAfterSequence(t *testing.T) {
+	ts := startServer(t, serverSetup{})
+	steps := []struct {
+		path, contentType string
+		body              []byte
+		want              int
+	}{
+		{"/inject", "application/json", corpus.Review(corpus.Small), http.StatusOK},
+		{"/inject", "application/json", corpus.Review(corpus.Skip), http.StatusOK},
+		{"/inject", "application/json", []byte("{"), http.StatusBadRequest},
+		{"/inject/nope", "application/json", corpus.Review(corpus.Small), http.StatusNotFound},
+		{"/inject", "text/plain", corpus.Review(corpus.Small), http.StatusUnsupportedMediaType},
+	}
+	for _, s := range steps {
+		if code, out := doPost(t, ts.client, ts.url+s.path, s.contentType, s.body); code != s.want {
+			t.Fatalf("POST %s: %d, want %d: %.200s", s.path, code, s.want, out)
+		}
+	}
+	checks := []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"graft_admission_requests_total", []string{"profile", "enabled", "operation", "CREATE", "result", "inject"}, 1},
+		{"graft_admission_requests_total", []string{"profile", "enabled", "operation", "CREATE", "result", "skip"}, 1},
+		{"graft_admission_requests_total", []string{"profile", "enabled", "operation", "UNKNOWN", "result", "error"}, 1},
+		{"graft_admission_requests_total", []string{"profile", "unknown", "operation", "UNKNOWN", "result", "error"}, 1},
+		{"graft_admission_requests_total", []string{"profile", "enabled", "operation", "CREATE", "result", "deny"}, 0},
+		{"graft_skips_total", []string{"reason", "opted-out"}, 1},
+		{"graft_injections_total", []string{"template", "mesh-proxy"}, 1}, // enabled injects mesh-proxy,
+		{"graft_admission_duration_seconds", nil, 4},
+		{"graft_patch_bytes", nil, 1},
+		{"graft_inflight_requests", nil, 0},
+		{"graft_admission_failures_total", []string{"reason", "internal-error"}, 0},
+	}
+	for _, c := range checks {
+		if got := metric(t, ts.reg, c.name, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	if metric(t, ts.reg, "graft_tls_certificate_expiry_timestamp_seconds") == 0 {
+		t.Error("certificate expiry gauge not set")
+	}
+
+	for _, base := range []struct {
+		url string
+		c   *http.Client
+	}{{ts.admin, ts.plain}, {ts.url, ts.client}} {
+		resp, err := base.c.Get(base.url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, name := range []string{
+			"graft_admission_requests_total", "graft_admission_duration_seconds_bucket", "graft_injections_total",
+			"graft_skips_total", "graft_admission_failures_total", "graft_patch_bytes_bucket",
+			"graft_inflight_requests", "graft_config_reloads_total", "graft_tls_certificate_expiry_timestamp_seconds",
+			"go_goroutines", "process_cpu_seconds_total",
+			`graft_admission_duration_seconds_bucket{le="5e-05"}`, `graft_admission_duration_seconds_bucket{le="1"}`,
+		} {
+			if !strings.Contains(string(text), name) {
+				t.Errorf("%s/metrics lacks %s", base.url, name)
+			}
+		}
+	}
+}
+
+// TestAdmissionLog: one info line per admission with the documented
+// fields; skips at debug.
+func TestAdmissionLog(t *testing.T) {
+	ts := startServer(t, serverSetup{override: func(s *Settings) { s.LogLevel = "debug" }})
+	small := corpus.Review(corpus.Small)
+	var req struct {
+		Request struct {
+			UID       string `json:"uid"`
+			Namespace string `json:"namespace"`
+			Object    struct {
+				Metadata struct {
+					Name, GenerateName string
+				} `json:"metadata"`
+			} `json:"object"`
+		} `json:"request"`
+	}
+	if err := json.Unmarshal(small, &req); err != nil {
+		t.Fatal(err)
+	}
+	ts.post(t, "/inject", small)
+	ts.post(t, "/inject", corpus.Review(corpus.Skip))
+
+	lines := ts.logs.lines(t, "admission")
+	if len(lines) != 2 {
+		t.Fatalf("%d admission lines, want 2:\n%s", len(lines), ts.logs.String())
+	}
+	inj, skip := lines[0], lines[1]
+	pod := req.Request.Object.Metadata.Name
+	if pod == "" {
+		pod = req.Request.Object.Metadata.GenerateName
+	}
+	for k, want := range map[string]any{
+		"level": "info", "uid": req.Request.UID, "namespace": req.Request.Namespace, "pod": pod,
+		"profile": "enabled", "decision": "inject", "reason": "none",
+	} {
+		if inj[k] != want {
+			t.Errorf("inject line %s = %v, want %v", k, inj[k], want)
+		}
+	}
+	if ops, _ := inj["patch_ops"].(float64); ops < 1 {
+		t.Errorf("patch_ops %v", inj["patch_ops"])
+	}
+	if d, ok := inj["duration"].(float64); !ok || d <= 0 {
+		t.Errorf("duration %v", inj["duration"])
+	}
+	if skip["level"] != "debug" || skip["decision"] != "skip" || skip["reason"] != "opted-out" {
+		t.Errorf("skip line: %v", skip)
+	}
+}

@@ -1,0 +1,320 @@
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+	"go.uber.org/zap"
+
+	"github.com/graftdev/graft/webhook/certgen"
+)
+
+// Options are what a Server is built from.
+type Options struct {
+	// ConfigPath is the --config file; empty: built-in defaults. Watched.
+	ConfigPath string
+	// Override applies the command-line flags to the file's settings. It
+	// runs on every load, so flags keep winning after a reload.
+	Override func(*Settings)
+	// Logger is required. Level, when set, follows the logLevel setting.
+	Logger *zap.Logger
+	Level  *zap.AtomicLevel
+	// Registry receives every metric; required. Never the global one.
+	Registry *prometheus.Registry
+	// Clock is the engine's and the server's clock for deadlines and
+	// durations; nil: time.Now. Tests drive budgets with it.
+	Clock func() time.Time
+	// OnReload and OnCertReload, when set, are told of every
+	// configuration or certificate reload attempt and its error.
+	OnReload     func(error)
+	OnCertReload func(error)
+}
+
+// Server is graft's webhook server. Build it with New, then call Run once;
+// Run owns the listeners and releases everything when it returns.
+type Server struct {
+	opts    Options
+	log     *zap.Logger
+	metrics *metrics
+	now     func() time.Time
+	state   atomic.Pointer[state]
+	bufs    *respPool
+
+	inflight atomic.Int64
+	warmed   atomic.Bool
+	stopping atomic.Bool
+
+	certs   *certReloader
+	certDir string // self-signed certificates to remove at exit
+
+	tlsLn, adminLn   net.Listener
+	tlsSrv, adminSrv *fasthttp.Server
+	metricsHandler   fasthttp.RequestHandler
+}
+
+// New loads the configuration, templates and certificate, builds the
+// engine and binds the listeners. Nothing is served until Run.
+func New(o Options) (s *Server, err error) {
+	if o.Logger == nil || o.Registry == nil {
+		return nil, errors.New("webhook: Logger and Registry are required")
+	}
+	s = &Server{opts: o, log: o.Logger, now: o.Clock, bufs: newRespPool()}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.metrics, err = newMetrics(o.Registry); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	s.metricsHandler = fasthttpadaptor.NewFastHTTPHandler(
+		promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+
+	l, err := load(o.ConfigPath, o.Override)
+	if err != nil {
+		return nil, err
+	}
+	st, err := l.build(s.metrics, o.Clock)
+	if err != nil {
+		return nil, err
+	}
+	s.state.Store(st)
+	if o.Level != nil {
+		if lvl, err := parseLevel(st.settings.LogLevel); err == nil {
+			o.Level.SetLevel(lvl)
+		}
+	}
+
+	defer func() {
+		if err != nil {
+			s.release()
+		}
+	}()
+	cfg := st.settings
+	certFile, keyFile := cfg.TLSCert, cfg.TLSKey
+	if certFile == "" {
+		if s.certDir, err = selfSigned(s.log); err != nil {
+			return nil, err
+		}
+		certFile, keyFile = s.certDir+"/"+certgen.CertFile, s.certDir+"/"+certgen.KeyFile
+	}
+	if s.certs, err = newCertReloader(certFile, keyFile, s.metrics, s.log, o.OnCertReload); err != nil {
+		return nil, err
+	}
+	tlsCfg, err := s.tlsConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if s.tlsLn, err = net.Listen("tcp", cfg.Addr); err != nil {
+		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
+	}
+	s.tlsLn = lingerListener{tls.NewListener(s.tlsLn, tlsCfg)}
+	if s.adminLn, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
+		return nil, fmt.Errorf("listen %s: %w", cfg.AdminAddr, err)
+	}
+	s.tlsSrv = s.fasthttpServer(cfg, s.handle)
+	s.adminSrv = s.fasthttpServer(cfg, s.handleAdmin)
+	s.log.Info("graft webhook listening",
+		zap.String("addr", s.tlsLn.Addr().String()),
+		zap.String("admin_addr", s.adminLn.Addr().String()),
+		zap.String("tls_min_version", cfg.TLSMinVersion),
+		zap.Bool("client_auth", cfg.ClientCA != ""),
+		zap.Strings("templates", l.set.Names()),
+		zap.String("default_profile", st.eng.DefaultProfile()))
+	return s, nil
+}
+
+func (s *Server) tlsConfig(cfg Settings) (*tls.Config, error) {
+	minVersion, err := cfg.tlsVersion()
+	if err != nil {
+		return nil, err
+	}
+	tc := &tls.Config{
+		MinVersion:     minVersion,
+		GetCertificate: s.certs.getCertificate,
+		// The API server speaks HTTP/1.1 to webhooks; fasthttp only that.
+		NextProtos: []string{"http/1.1"},
+	}
+	if cfg.ClientCA != "" {
+		pem, err := os.ReadFile(cfg.ClientCA)
+		if err != nil {
+			return nil, fmt.Errorf("client CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("client CA %s: no PEM certificates", cfg.ClientCA)
+		}
+		tc.ClientCAs = pool
+		tc.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	return tc, nil
+}
+
+func (s *Server) fasthttpServer(cfg Settings, h fasthttp.RequestHandler) *fasthttp.Server {
+	return &fasthttp.Server{
+		Handler:                      h,
+		ErrorHandler:                 s.errorHandler,
+		NoDefaultServerHeader:        true,
+		ReadTimeout:                  cfg.ReadTimeout.Duration,
+		WriteTimeout:                 cfg.WriteTimeout.Duration,
+		IdleTimeout:                  cfg.IdleTimeout.Duration,
+		MaxRequestBodySize:           cfg.MaxBodyBytes,
+		ReadBufferSize:               8 << 10,
+		DisablePreParseMultipartForm: true,
+		CloseOnShutdown:              true,
+		Logger:                       fasthttpLogger{s.log},
+	}
+}
+
+// errorHandler answers requests fasthttp refuses before the handler runs.
+func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
+	var netErr net.Error
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		// The body was not read: let the client finish sending so it can
+		// read this answer (see lingerConn).
+		markLinger(ctx.Conn())
+		s.metrics.countError(s.state.Load().bind, unknownProfile)
+		ctx.Error(fmt.Sprintf("request body larger than %d bytes\n", s.state.Load().settings.MaxBodyBytes),
+			fasthttp.StatusRequestEntityTooLarge)
+	case errors.As(err, &small):
+		ctx.Error("request header too large\n", fasthttp.StatusRequestHeaderFieldsTooLarge)
+	case errors.As(err, &netErr) && netErr.Timeout():
+		ctx.Error("request timeout\n", fasthttp.StatusRequestTimeout)
+	default:
+		ctx.Error("malformed HTTP request\n", fasthttp.StatusBadRequest)
+	}
+}
+
+// fasthttpLogger sends fasthttp's own messages (mostly failed handshakes
+// and broken connections) to debug.
+type fasthttpLogger struct{ log *zap.Logger }
+
+func (l fasthttpLogger) Printf(format string, args ...any) {
+	if ce := l.log.Check(zap.DebugLevel, "fasthttp"); ce != nil {
+		ce.Write(zap.String("detail", fmt.Sprintf(format, args...)))
+	}
+}
+
+// Addr is the webhook's TLS address; AdminAddr the admin one.
+func (s *Server) Addr() net.Addr      { return s.tlsLn.Addr() }
+func (s *Server) AdminAddr() net.Addr { return s.adminLn.Addr() }
+
+// notReady says why /readyz fails, or "" when ready. Templates and the
+// certificate are loaded before New returns; warm-up and shutdown remain.
+func (s *Server) notReady() string {
+	switch {
+	case s.stopping.Load():
+		return "shutting down"
+	case !s.warmed.Load():
+		return "warming up"
+	}
+	return ""
+}
+
+// Run serves until ctx is done, then shuts down gracefully: /readyz turns
+// not-ready, the webhook listener closes, in-flight requests drain within
+// the shutdown grace, idle keep-alive connections close. It returns nil
+// after a clean shutdown.
+func (s *Server) Run(ctx context.Context) error {
+	defer s.release()
+	bg, stopBG := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() {
+		stopBG()
+		wg.Wait()
+	}()
+
+	certW, err := newDirWatcher(s.certs.certFile, s.certs.keyFile)
+	if err != nil {
+		return err
+	}
+	defer certW.Close()
+	wg.Go(func() { s.certs.watch(bg, certW) })
+
+	var watched []string
+	if s.opts.ConfigPath != "" {
+		watched = append(watched, s.opts.ConfigPath)
+	}
+	if dir := s.state.Load().settings.TemplatesDir; dir != "" {
+		watched = append(watched, dir)
+	}
+	if len(watched) > 0 {
+		cfgW, err := newDirWatcher(watched...)
+		if err != nil {
+			return err
+		}
+		defer cfgW.Close()
+		wg.Go(func() { s.watchConfig(bg, cfgW) })
+	}
+
+	serveErr := make(chan error, 2)
+	var servers sync.WaitGroup
+	servers.Go(func() { serveErr <- s.tlsSrv.Serve(s.tlsLn) })
+	servers.Go(func() { serveErr <- s.adminSrv.Serve(s.adminLn) })
+
+	s.warm(s.state.Load())
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		s.log.Info("shutting down: draining in-flight requests",
+			zap.Duration("grace", s.state.Load().settings.ShutdownGrace.Duration))
+	case runErr = <-serveErr:
+		s.log.Error("server stopped", zap.Error(runErr))
+	}
+	s.stopping.Store(true)
+	graceCtx, cancel := context.WithTimeout(context.Background(), s.state.Load().settings.ShutdownGrace.Duration)
+	defer cancel()
+	if err := s.tlsSrv.ShutdownWithContext(graceCtx); err != nil {
+		s.log.Warn("grace period over with requests still in flight", zap.Error(err))
+	}
+	if err := s.adminSrv.ShutdownWithContext(graceCtx); err != nil {
+		s.log.Warn("admin server shutdown", zap.Error(err))
+	}
+	servers.Wait()
+	if runErr == nil {
+		s.log.Info("shut down cleanly")
+	}
+	return runErr
+}
+
+// warm admits the sample review; readiness waits for it to succeed. A
+// failure is retried after the next successful reload.
+func (s *Server) warm(st *state) {
+	if s.warmed.Load() {
+		return
+	}
+	start := time.Now()
+	if err := warmUp(st.eng); err != nil {
+		s.log.Error("warm-up failed; not ready", zap.Error(err))
+		return
+	}
+	s.warmed.Store(true)
+	s.log.Info("warmed up; ready", zap.Duration("took", time.Since(start)))
+}
+
+// release closes the listeners (if Run did not serve them) and removes
+// self-signed certificates.
+func (s *Server) release() {
+	for _, ln := range []net.Listener{s.tlsLn, s.adminLn} {
+		if ln != nil {
+			_ = ln.Close()
+		}
+	}
+	if s.certDir != "" {
+		_ = os.RemoveAll(s.certDir)
+		s.certDir = ""
+	}
+}
