@@ -12,7 +12,7 @@ BENCH_FLAGS   ?=
 BENCH_E2E_FLAGS ?=
 BENCH_PEERS    = -graft $(BIN)/graft -conventional $(BENCH_BIN)/conventional -floor $(BENCH_BIN)/floor
 
-.PHONY: bench-tools bench-load bench-quick bench-e2e
+.PHONY: bench-tools bench-load bench-quick bench-profile bench-e2e
 
 ## bench-tools: the harness, the load generator and the two peer servers.
 bench-tools:
@@ -25,6 +25,12 @@ bench-load: build bench-tools
 ## bench-quick: the same in about 30 seconds (small and large corpora, 2 s runs).
 bench-quick: build bench-tools
 	$(BENCHRUN) -quick $(BENCH_PEERS) -out $(BENCH_RESULTS) $(BENCH_FLAGS)
+
+## bench-profile: bench-quick with graft built with symbols and every peer sampled by perf (bench/results/profile-*.txt).
+bench-profile: bench-tools
+	$(GO) build -trimpath -ldflags '-X main.version=$(VERSION)' -o $(BENCH_BIN)/graft ./cmd/graft
+	$(BENCHRUN) -quick -graft $(BENCH_BIN)/graft -conventional $(BENCH_BIN)/conventional -floor $(BENCH_BIN)/floor \
+		-perf graft,conventional,floor -out $(BENCH_RESULTS) $(BENCH_FLAGS)
 
 # `make bench` runs the load tests as well as the Go benchmarks.
 bench: bench-load

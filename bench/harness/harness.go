@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -42,6 +43,10 @@ type Plan struct {
 	Pin bool
 	// WorkDir holds the certificates and the servers' logs.
 	WorkDir string
+	// PerfPeers are the peers whose measured phases Linux perf samples; the
+	// flat profiles go to PerfDir as profile-<peer>-<corpus>-<mode>.txt.
+	PerfPeers []string
+	PerfDir   string
 	// Progress receives the generator's progress lines and the harness's
 	// own; nil for silence.
 	Progress io.Writer
@@ -154,7 +159,29 @@ func (h *peerRun) measure(ctx context.Context, corpusName string, reqs []*load.R
 		cpuErr, mErr, rErr error
 	)
 	metricsURL := pr.adminURL + "/metrics"
+	var (
+		perf       *perfRecord
+		perfReport string
+		perfErr    error
+	)
+	profile := slices.Contains(h.plan.PerfPeers, pr.peer.Name)
+	if profile {
+		name := fmt.Sprintf("profile-%s-%s-%s", pr.peer.Name, corpusName, mode)
+		perfReport = filepath.Join(h.plan.PerfDir, name+".txt")
+		defer func() {
+			if perf != nil { // the run failed between the hooks
+				_ = perf.stop(perfReport)
+			}
+		}()
+		cfg.BeforeMeasure = func() {
+			perf, perfErr = startPerf(pr.pid, filepath.Join(h.plan.WorkDir, name+".perf.data"))
+		}
+	}
+	before := cfg.BeforeMeasure
 	cfg.BeforeMeasure = func() {
+		if before != nil {
+			before()
+		}
 		// Two scrapes in a row give what a scrape itself allocates.
 		m0, mErr = mallocs(pr.httpAdmin, metricsURL)
 		if mErr == nil {
@@ -178,6 +205,12 @@ func (h *peerRun) measure(ctx context.Context, corpusName string, reqs []*load.R
 		var b int64
 		b, rErr = peakRSS(pr.pid)
 		rss = float64(b) / (1 << 20)
+		if perf != nil {
+			if err := perf.stop(perfReport); perfErr == nil {
+				perfErr = err
+			}
+			perf = nil
+		}
 	}
 	res, err := load.Run(ctx, cfg)
 	if err != nil {
@@ -208,7 +241,10 @@ func (h *peerRun) measure(ctx context.Context, corpusName string, reqs []*load.R
 			row.AllocsPerReq = math.Max(0, m2-m1-scrape) / float64(res.Requests)
 		}
 	}
-	for _, e := range []error{cpuErr, mErr, rErr} {
+	if profile && perfErr == nil {
+		row.Profile = filepath.Base(perfReport)
+	}
+	for _, e := range []error{cpuErr, mErr, rErr, perfErr} {
 		if e != nil {
 			h.out.Notes = append(h.out.Notes, fmt.Sprintf("%s on %s, %s loop: %v", pr.peer.Name, corpusName, mode, e))
 		}

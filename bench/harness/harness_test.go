@@ -145,3 +145,33 @@ func TestParseMallocs(t *testing.T) {
 		}
 	}
 }
+
+// With perf available, a profiled run leaves a flat profile beside the results.
+func TestRunProfilesWithPerf(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the peers")
+	}
+	if _, err := exec.LookPath("perf"); err != nil {
+		t.Skip("perf is not installed")
+	}
+	_, floor := buildPeers(t)
+	out := t.TempDir()
+	oc, err := Run(context.Background(), Plan{
+		Peers:   []Peer{{Name: report.Floor, Bin: floor}},
+		Corpora: []string{corpus.Small}, Concurrency: 2, Duration: 500 * time.Millisecond,
+		WorkDir: t.TempDir(), PerfPeers: []string{report.Floor}, PerfDir: out,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(oc.Rows) != 1 || oc.Rows[0].Profile != "profile-floor-small-closed.txt" {
+		t.Fatalf("rows %+v, notes %q", oc.Rows, oc.Notes)
+	}
+	b, err := os.ReadFile(filepath.Join(out, oc.Rows[0].Profile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "Overhead") {
+		t.Errorf("profile does not look like perf report output:\n%.500s", b)
+	}
+}

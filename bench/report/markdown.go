@@ -78,6 +78,15 @@ func WriteMarkdown(w io.Writer, m Machine, rows []Row, notes []string) error {
 				r.CPUUSPerReq, r.ServerCPUPct, r.GenCPUPct, r.RSSMiB, allocs, bytesString(r.RespBytes), errs)
 		}
 		b.WriteString("\n")
+		var profiles []string
+		for _, r := range rs {
+			if r.Profile != "" {
+				profiles = append(profiles, fmt.Sprintf("[%s %s](%s)", r.Peer, r.Mode, r.Profile))
+			}
+		}
+		if len(profiles) > 0 {
+			fmt.Fprintf(&b, "CPU profiles (perf): %s.\n\n", strings.Join(profiles, ", "))
+		}
 		for _, mode := range orderOf(rs, func(r Row) string { return r.Mode }) {
 			g, ok := find(rs, Graft, mode)
 			if !ok {

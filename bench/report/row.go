@@ -48,6 +48,8 @@ type Row struct {
 	// the figures are the generator's limit, not the server's.
 	ServerCPUPct float64 `json:"server_cpu_pct"`
 	GenCPUPct    float64 `json:"gen_cpu_pct"`
+	// Profile names the perf flat profile of the server over the run, if taken.
+	Profile string `json:"profile,omitempty"`
 	// Percentiles is the latency curve for the plot.
 	Percentiles []Point `json:"percentiles,omitempty"`
 }

@@ -45,7 +45,7 @@ type options struct {
 	concurrency, openConcurrency          int
 	duration, openDuration, warmup        time.Duration
 	quick, pin                            bool
-	out, work                             string
+	out, work, perf                       string
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
@@ -68,6 +68,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.pin, "pin", true, "servers on CPU 0 with GOMAXPROCS=1, generator on CPU 1")
 	fs.StringVar(&o.out, "out", "bench/results", "where latest.json, latest.md and latency.png go")
 	fs.StringVar(&o.work, "work", "bench/.cache/run", "certificates and server logs")
+	fs.StringVar(&o.perf, "perf", "", "peers to profile with Linux perf during each run (e.g. graft,floor); needs binaries with symbols")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -131,6 +132,7 @@ func (o *options) plan(pin bool) (harness.Plan, error) {
 		Corpora: splitList(o.corpora), Concurrency: o.concurrency, Duration: o.duration,
 		OpenRates: map[string]float64{}, OpenConcurrency: o.openConcurrency, OpenDuration: o.openDuration,
 		Warmup: o.warmup, Pin: pin, WorkDir: o.work,
+		PerfPeers: splitList(o.perf), PerfDir: o.out,
 	}
 	for _, kv := range splitList(o.open) {
 		name, rate, ok := strings.Cut(kv, "=")
