@@ -8,6 +8,8 @@ BENCH_RESULTS := bench/results
 BENCHRUN      := $(BENCH_BIN)/benchrun
 # Extra benchrun flags, e.g. BENCH_FLAGS='-corpora small -d 10s'.
 BENCH_FLAGS   ?=
+# Extra podlatency flags, e.g. BENCH_E2E_FLAGS='-n 1000'.
+BENCH_E2E_FLAGS ?=
 BENCH_PEERS    = -graft $(BIN)/graft -conventional $(BENCH_BIN)/conventional -floor $(BENCH_BIN)/floor
 
 .PHONY: bench-tools bench-load bench-quick bench-profile bench-e2e
@@ -33,6 +35,7 @@ bench-profile: bench-tools
 # `make bench` runs the load tests as well as the Go benchmarks.
 bench: bench-load
 
-## bench-e2e: Pod create latency through a real kube-apiserver; needs the e2e harness.
-bench-e2e:
-	@echo "bench-e2e: not available yet: it needs the e2e harness (e2e/) on main" >&2; exit 1
+## bench-e2e: Pod create latency through a real kube-apiserver: no webhook, graft, conventional, MutatingAdmissionPolicy.
+bench-e2e: e2e-deps bench-tools
+	cd e2e && $(E2E_ENV) GRAFT_BENCH_CONVENTIONAL=$(CURDIR)/$(BENCH_BIN)/conventional \
+		$(GO) run ./cmd/podlatency -out ../$(BENCH_RESULTS) $(BENCH_E2E_FLAGS)
