@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -100,13 +101,21 @@ func setupConventional(ctx context.Context, c *cluster.Cluster, shipped *cluster
 		p.stop()
 		return v, nil, fmt.Errorf("conventional: %w", err)
 	}
+	// The shipped registration's webhook for the default profile (/inject),
+	// with its rules and match conditions, pointed at the conventional peer.
 	wh := shipped.LoopbackWebhook(addr, b.CACert)
 	wh.Name = "conventional"
-	for i := range wh.Webhooks {
-		w := &wh.Webhooks[i]
-		w.Name = "inject.conventional.bench.graft.dev"
-		w.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{variantLabel: v.name}}
+	i := slices.IndexFunc(wh.Webhooks, func(w admissionregv1.MutatingWebhook) bool {
+		return w.ClientConfig.URL != nil && strings.HasSuffix(*w.ClientConfig.URL, "/inject")
+	})
+	if i < 0 {
+		p.stop()
+		return v, nil, errors.New("the shipped webhook configuration has no webhook on /inject")
 	}
+	w := wh.Webhooks[i]
+	w.Name = "inject.conventional.bench.graft.dev"
+	w.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{variantLabel: v.name}}
+	wh.Webhooks = []admissionregv1.MutatingWebhook{w}
 	if _, err := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, wh, metav1.CreateOptions{}); err != nil {
 		p.stop()
 		return v, nil, fmt.Errorf("register conventional webhook: %w", err)
