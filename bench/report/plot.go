@@ -73,8 +73,9 @@ func WritePlot(path string, rows []Row) error {
 			{Value: 3, Label: "99.9%"}, {Value: 4, Label: "99.99%"}, {Value: 5, Label: "99.999%"},
 		}
 		p.Add(plotter.NewGrid())
-		p.Legend.Top = true
-		p.Legend.Left = true
+		// Percentile curves rise to the right: the bottom right stays empty.
+		p.Legend.Top = false
+		p.Legend.Left = false
 		for _, r := range pn.rows {
 			xys := make(plotter.XYs, 0, len(r.Percentiles))
 			for _, pt := range r.Percentiles {
