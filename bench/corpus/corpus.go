@@ -4,6 +4,7 @@
 package corpus
 
 import (
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -19,10 +20,19 @@ const (
 	Skip    = "skip"    // small, opted out by label
 	V1beta1 = "v1beta1" // small, as admission.k8s.io/v1beta1
 	Prepend = "prepend" // small with user init containers: a sidecar goes to index 0
+	// Injected is small as graft's default profile leaves it: nothing to add.
+	// It is checked in (injected.json) because this package cannot import the
+	// engine; TestInjectedIsCurrent fails when it goes stale.
+	Injected = "injected"
 )
 
+//go:embed injected.json
+var injectedPod []byte
+
 // Names lists the corpora Review knows, in a stable order.
-func Names() []string { return []string{Small, Medium, Large, Huge, Skip, V1beta1, Prepend} }
+func Names() []string {
+	return []string{Small, Medium, Large, Huge, Skip, V1beta1, Prepend, Injected}
+}
 
 // Spec shapes one generated Pod.
 type Spec struct {
@@ -40,6 +50,9 @@ type Spec struct {
 // Review returns the named corpus request. It panics on an unknown name:
 // corpus names are constants in callers.
 func Review(name string) []byte {
+	if name == Injected {
+		return Marshal("", "7c5e2b1a-0000-4000-8000-000000000009", "CREATE", "shop", json.RawMessage(injectedPod))
+	}
 	s, ok := specs()[name]
 	if !ok {
 		panic("corpus: unknown corpus " + strconv.Quote(name))
