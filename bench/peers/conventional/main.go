@@ -15,9 +15,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/graftdev/graft/bench/peers/internal/peerkit"
@@ -25,14 +22,7 @@ import (
 	"github.com/graftdev/graft/templates"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "conventional:", err)
-		os.Exit(1)
-	}
-}
+func main() { peerkit.Main("conventional", run) }
 
 func run(ctx context.Context, args []string, stderr io.Writer) error {
 	f, err := peerkit.ParseFlags("conventional", args, stderr)

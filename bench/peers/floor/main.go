@@ -15,23 +15,13 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/graftdev/graft/bench/peers/internal/peerkit"
 	"github.com/valyala/fasthttp"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "floor:", err)
-		os.Exit(1)
-	}
-}
+func main() { peerkit.Main("floor", run) }
 
 func run(ctx context.Context, args []string, stderr io.Writer) error {
 	f, err := peerkit.ParseFlags("floor", args, stderr)

@@ -14,6 +14,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +27,18 @@ import (
 // Flags are the command line every peer takes.
 type Flags struct {
 	Addr, AdminAddr, TLSCert, TLSKey string
+}
+
+// Main runs a peer: run gets a context cancelled by SIGINT or SIGTERM, and
+// an error exits 1 with the peer's name.
+func Main(name string, run func(ctx context.Context, args []string, stderr io.Writer) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		stop()
+		os.Exit(1)
+	}
 }
 
 // ParseFlags parses args (without the program name).
