@@ -43,15 +43,7 @@ func BenchmarkServe(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer conn.Close()
-			review := corpus.Review(name)
-			c := newRawClient(conn, review)
-			b.SetBytes(int64(len(review)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := c.roundTrip(); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchRoundTrips(b, conn, corpus.Review(name))
 		})
 	}
 }
@@ -226,15 +218,19 @@ func BenchmarkServeTLS(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer conn.Close()
-			review := corpus.Review(name)
-			c := newRawClient(conn, review)
-			b.SetBytes(int64(len(review)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := c.roundTrip(); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchRoundTrips(b, conn, corpus.Review(name))
 		})
+	}
+}
+
+// benchRoundTrips sends review over conn once per iteration, keep-alive.
+func benchRoundTrips(b *testing.B, conn net.Conn, review []byte) {
+	c := newRawClient(conn, review)
+	b.SetBytes(int64(len(review)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.roundTrip(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
