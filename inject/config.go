@@ -64,6 +64,14 @@ type Config struct {
 // ErrConfig marks an invalid configuration.
 var ErrConfig = errors.New("invalid configuration")
 
+// Defaulted returns c with every default filled in, validated without
+// templates (New also checks the templates the profiles name).
+func (c Config) Defaulted() (Config, error) {
+	c = c.clone()
+	err := c.defaults()
+	return c, err
+}
+
 // defaults fills in defaults and validates c, without templates.
 func (c *Config) defaults() error {
 	if c.DefaultProfile == "" {

@@ -1,0 +1,191 @@
+package config
+
+import (
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Server holds graft serve's own settings, under `server:` in the file.
+// Command-line flags override them. Zero values mean "the default"; call
+// Default to fill them in and validate.
+type Server struct {
+	// Addr is the TLS listen address of the webhook.
+	Addr string `json:"addr,omitempty"`
+	// AdminAddr is the plain-HTTP address of /metrics, /healthz and /readyz.
+	AdminAddr string `json:"adminAddr,omitempty"`
+	// Budget bounds the engine's work on one request; past it the request
+	// is answered per the profile's failureMode.
+	Budget Duration `json:"budget,omitempty"`
+	// TimeoutMargin is kept free of the API server's ?timeout= for the
+	// network and the TLS exchange.
+	TimeoutMargin Duration `json:"timeoutMargin,omitempty"`
+	// MaxBodyBytes is the largest request body read; larger ones get 413.
+	MaxBodyBytes int `json:"maxBodyBytes,omitempty"`
+	// MaxInFlight sheds requests beyond this many in the engine at once,
+	// answering them per the profile's failureMode.
+	MaxInFlight int `json:"maxInFlight,omitempty"`
+	// TLSMinVersion is "1.2" or "1.3".
+	TLSMinVersion string `json:"tlsMinVersion,omitempty"`
+	// ReadTimeout bounds reading one request, headers and body.
+	ReadTimeout Duration `json:"readTimeout,omitempty"`
+	// WriteTimeout bounds writing one response.
+	WriteTimeout Duration `json:"writeTimeout,omitempty"`
+	// IdleTimeout closes keep-alive connections idle this long.
+	IdleTimeout Duration `json:"idleTimeout,omitempty"`
+	// ShutdownGrace is how long in-flight requests may take to finish once
+	// the listeners close on SIGTERM.
+	ShutdownGrace Duration `json:"shutdownGrace,omitempty"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `json:"logLevel,omitempty"`
+	// TLSCert and TLSKey are the serving certificate and key (PEM files),
+	// watched and reloaded. Both empty: a self-signed certificate is
+	// generated at start.
+	TLSCert string `json:"tlsCert,omitempty"`
+	TLSKey  string `json:"tlsKey,omitempty"`
+	// ClientCA, when set, requires client certificates signed by one of its
+	// CAs (PEM file).
+	ClientCA string `json:"clientCA,omitempty"`
+	// TemplatesDir holds templates that overlay the built-in ones (a file
+	// of the same name replaces a built-in template); watched.
+	TemplatesDir string `json:"templatesDir,omitempty"`
+}
+
+// Defaults of Server.
+const (
+	DefaultAddr          = ":8443"
+	DefaultAdminAddr     = ":8080"
+	DefaultBudget        = 200 * time.Millisecond
+	DefaultTimeoutMargin = 100 * time.Millisecond
+	DefaultMaxBodyBytes  = 7 << 20
+	DefaultMaxInFlight   = 1024
+	DefaultTLSMinVersion = "1.2"
+	DefaultReadTimeout   = 10 * time.Second
+	DefaultWriteTimeout  = 10 * time.Second
+	DefaultIdleTimeout   = 60 * time.Second
+	DefaultShutdownGrace = 25 * time.Second
+	DefaultLogLevel      = "info"
+)
+
+// LogLevels are the accepted values of Server.LogLevel, in order.
+var LogLevels = []string{"debug", "info", "warn", "error"}
+
+// ErrServer marks invalid server settings.
+var ErrServer = errors.New("invalid server settings")
+
+// Default fills in unset settings and validates them.
+func (s *Server) Default() error {
+	setStr := func(v *string, d string) {
+		if *v == "" {
+			*v = d
+		}
+	}
+	setDur := func(v *Duration, d time.Duration) {
+		if v.Duration == 0 {
+			v.Duration = d
+		}
+	}
+	setInt := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	setStr(&s.Addr, DefaultAddr)
+	setStr(&s.AdminAddr, DefaultAdminAddr)
+	setStr(&s.TLSMinVersion, DefaultTLSMinVersion)
+	setStr(&s.LogLevel, DefaultLogLevel)
+	setDur(&s.Budget, DefaultBudget)
+	setDur(&s.TimeoutMargin, DefaultTimeoutMargin)
+	setDur(&s.ReadTimeout, DefaultReadTimeout)
+	setDur(&s.WriteTimeout, DefaultWriteTimeout)
+	setDur(&s.IdleTimeout, DefaultIdleTimeout)
+	setDur(&s.ShutdownGrace, DefaultShutdownGrace)
+	setInt(&s.MaxBodyBytes, DefaultMaxBodyBytes)
+	setInt(&s.MaxInFlight, DefaultMaxInFlight)
+	return s.Validate()
+}
+
+// Validate checks settings that Default has filled in.
+func (s *Server) Validate() error {
+	for _, d := range []struct {
+		name string
+		v    Duration
+	}{
+		{"budget", s.Budget}, {"timeoutMargin", s.TimeoutMargin}, {"readTimeout", s.ReadTimeout},
+		{"writeTimeout", s.WriteTimeout}, {"idleTimeout", s.IdleTimeout}, {"shutdownGrace", s.ShutdownGrace},
+	} {
+		if d.v.Duration < 0 {
+			return fmt.Errorf("%w: %s %v is negative", ErrServer, d.name, d.v.Duration)
+		}
+	}
+	if s.MaxBodyBytes < 0 {
+		return fmt.Errorf("%w: maxBodyBytes %d is negative", ErrServer, s.MaxBodyBytes)
+	}
+	if s.MaxInFlight < 0 {
+		return fmt.Errorf("%w: maxInFlight %d is negative (0 means the default)", ErrServer, s.MaxInFlight)
+	}
+	if _, err := s.TLSVersion(); err != nil {
+		return err
+	}
+	if !validLogLevel(s.LogLevel) {
+		return fmt.Errorf("%w: logLevel %q: want debug, info, warn or error", ErrServer, s.LogLevel)
+	}
+	if (s.TLSCert == "") != (s.TLSKey == "") {
+		return fmt.Errorf("%w: tlsCert and tlsKey go together (give both, or neither for a self-signed certificate)", ErrServer)
+	}
+	return nil
+}
+
+func validLogLevel(l string) bool {
+	for _, v := range LogLevels {
+		if l == v {
+			return true
+		}
+	}
+	return false
+}
+
+// TLSVersion returns TLSMinVersion as a crypto/tls constant.
+func (s *Server) TLSVersion() (uint16, error) {
+	switch s.TLSMinVersion {
+	case "1.2":
+		return tls.VersionTLS12, nil
+	case "1.3":
+		return tls.VersionTLS13, nil
+	}
+	return 0, fmt.Errorf("%w: tlsMinVersion %q: want \"1.2\" or \"1.3\"", ErrServer, s.TLSMinVersion)
+}
+
+// Hot returns the settings a reload applies at once, with everything else
+// taken from base, whose listeners are already built: the budget, the
+// timeout margin, the in-flight limit and the log level.
+func (s Server) Hot(base Server) Server {
+	base.Budget, base.TimeoutMargin = s.Budget, s.TimeoutMargin
+	base.MaxInFlight, base.LogLevel = s.MaxInFlight, s.LogLevel
+	return base
+}
+
+// Duration is a time.Duration written as a Go duration string ("200ms").
+type Duration struct{ time.Duration }
+
+// UnmarshalJSON accepts "200ms" style strings.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: want a string such as \"200ms\", got %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration: %w", err)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return []byte(strconv.Quote(d.Duration.String())), nil
+}
