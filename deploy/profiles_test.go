@@ -15,24 +15,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/graftdev/graft/config"
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/templates"
-	"github.com/graftdev/graft/webhook"
 )
 
 // loadFileConfig reads the shipped config.yaml as `graft serve --config`
 // does: strictly, engine profiles and server settings.
-func loadFileConfig(t *testing.T) webhook.FileConfig {
+func loadFileConfig(t *testing.T) config.File {
 	t.Helper()
-	data, err := os.ReadFile("base/config.yaml")
+	f, err := config.Load("base/config.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc, err := webhook.ParseConfig(data)
-	if err != nil {
-		t.Fatalf("base/config.yaml: %v", err)
-	}
-	return fc
+	return f
 }
 
 // loadConfig returns the engine part of the shipped config.yaml.
@@ -47,7 +43,7 @@ func shutdownGrace(t *testing.T) time.Duration {
 	if g := loadFileConfig(t).Server.ShutdownGrace.Duration; g > 0 {
 		return g
 	}
-	return webhook.DefaultShutdownGrace
+	return config.DefaultShutdownGrace
 }
 
 // TestConfigIsValid: the shipped configuration and templates are accepted

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/graftdev/graft/internal/bounded"
 )
 
 // Problem is one thing wrong with a template, found by Lint.
@@ -77,7 +79,7 @@ func lintDir(fsys fs.FS, dir string) ([]Problem, error) {
 		}
 		file := path.Join(dir, ent.Name())
 		base := strings.TrimSuffix(ent.Name(), ".yaml")
-		data, err := fs.ReadFile(fsys, file)
+		data, err := bounded.ReadFS(fsys, file, MaxFileBytes)
 		if err != nil {
 			problems = append(problems, Problem{file, base, fmt.Sprintf("read: %v", err)})
 			continue

@@ -11,10 +11,15 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/graftdev/graft/internal/bounded"
 )
 
 //go:embed builtin/*.yaml
 var builtinFS embed.FS
+
+// MaxFileBytes bounds a template file; real ones are a few KiB.
+const MaxFileBytes = 1 << 20
 
 // Set is an immutable set of templates by name.
 type Set struct {
@@ -48,9 +53,9 @@ func LoadFS(fsys fs.FS) (*Set, error) {
 	}
 	s := &Set{byName: make(map[string]*Template, len(files))}
 	for _, file := range files {
-		data, err := fs.ReadFile(fsys, file)
+		data, err := bounded.ReadFS(fsys, file, MaxFileBytes)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", file, err)
+			return nil, err
 		}
 		t, err := Parse(file, data)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttputil"
 
 	"github.com/graftdev/graft/bench/corpus"
+	"github.com/graftdev/graft/config"
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/webhook/certgen"
 )
@@ -144,7 +145,7 @@ func discardServer(tb testing.TB, level string) *Server {
 		tb.Fatal(err)
 	}
 	s, err := New(Options{
-		Override: func(st *Settings) {
+		Override: func(st *config.Server) {
 			st.Addr, st.AdminAddr, st.LogLevel = "127.0.0.1:0", "127.0.0.1:0", level
 			st.TLSCert, st.TLSKey = filepath.Join(certDir, certgen.CertFile), filepath.Join(certDir, certgen.KeyFile)
 		},

@@ -1,15 +1,12 @@
 package webhook
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 
-	"github.com/fsnotify/fsnotify"
 	"go.uber.org/zap"
 )
 
@@ -57,67 +54,25 @@ func (r *certReloader) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, e
 	return r.cur.Load(), nil
 }
 
-// watch reloads on changes until ctx is done.
-func (r *certReloader) watch(ctx context.Context, w *fsnotify.Watcher) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case err, ok := <-w.Errors:
-			if !ok {
-				return
-			}
-			r.log.Warn("certificate watch error", zap.Error(err))
-		case ev, ok := <-w.Events:
-			if !ok {
-				return
-			}
-			if !r.relevant(ev.Name) {
-				continue
-			}
-			err := r.load()
-			if err != nil {
-				r.log.Warn("certificate reload failed; keeping the current one", zap.Error(err))
-			} else {
-				leaf := r.cur.Load().Leaf
-				r.log.Info("serving certificate reloaded",
-					zap.String("serial", leaf.SerialNumber.String()), zap.Time("not_after", leaf.NotAfter))
-			}
-			if r.onReload != nil {
-				r.onReload(err)
-			}
-		}
+// reload loads the pair again after a change, keeping the current one
+// when the new pair does not load.
+func (r *certReloader) reload() {
+	err := r.load()
+	if err != nil {
+		r.log.Warn("certificate reload failed; keeping the current one", zap.Error(err))
+	} else {
+		leaf := r.cur.Load().Leaf
+		r.log.Info("serving certificate reloaded",
+			zap.String("serial", leaf.SerialNumber.String()), zap.Time("not_after", leaf.NotAfter))
+	}
+	if r.onReload != nil {
+		r.onReload(err)
 	}
 }
 
 // relevant reports whether a change to name may change the pair: the files
 // themselves or Kubernetes' ..data symlink.
 func (r *certReloader) relevant(name string) bool {
-	base := filepath.Base(name)
-	return base == "..data" || filepath.Clean(name) == filepath.Clean(r.certFile) ||
+	return isDataSwap(name) || filepath.Clean(name) == filepath.Clean(r.certFile) ||
 		filepath.Clean(name) == filepath.Clean(r.keyFile)
-}
-
-// newDirWatcher watches the directories holding files.
-func newDirWatcher(files ...string) (*fsnotify.Watcher, error) {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return nil, fmt.Errorf("watch: %w", err)
-	}
-	seen := map[string]bool{}
-	for _, f := range files {
-		dir := filepath.Dir(f)
-		if fi, err := os.Stat(f); err == nil && fi.IsDir() {
-			dir = f
-		}
-		if seen[dir] {
-			continue
-		}
-		seen[dir] = true
-		if err := w.Add(dir); err != nil {
-			w.Close()
-			return nil, fmt.Errorf("watch %s: %w", dir, err)
-		}
-	}
-	return w, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/graftdev/graft/bench/corpus"
+	"github.com/graftdev/graft/config"
 )
 
 const failureConfig = `
@@ -68,7 +69,7 @@ func TestBudgetExceeded(t *testing.T) {
 func TestOverload(t *testing.T) {
 	clock := newGateClock()
 	ts := startServer(t, serverSetup{configYAML: failureConfig, clock: clock.Now,
-		override: func(s *Settings) { s.MaxInFlight = 1 }})
+		override: func(s *config.Server) { s.MaxInFlight = 1 }})
 	review := corpus.Review(corpus.Small)
 
 	clock.hold(1)

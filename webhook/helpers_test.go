@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/graftdev/graft/config"
 	"github.com/graftdev/graft/webhook/certgen"
 )
 
@@ -42,7 +43,7 @@ type testServer struct {
 
 type serverSetup struct {
 	configYAML string // written to a file and passed as --config when set
-	override   func(*Settings)
+	override   func(*config.Server)
 	clock      func() time.Time
 	// noWaitReady skips waiting for /readyz.
 	noWaitReady bool
@@ -74,7 +75,7 @@ func startServer(t *testing.T, setup serverSetup) *testServer {
 	}
 	srv, err := New(Options{
 		ConfigPath: configPath,
-		Override: func(s *Settings) {
+		Override: func(s *config.Server) {
 			s.Addr, s.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
 			s.TLSCert, s.TLSKey = filepath.Join(certDir, certgen.CertFile), filepath.Join(certDir, certgen.KeyFile)
 			if setup.override != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/graftdev/graft/bench/corpus"
+	"github.com/graftdev/graft/config"
 )
 
 // TestMetricsAfterSequence: a known sequence of requests leaves known
@@ -84,7 +85,7 @@ func TestMetricsAfterSequence(t *testing.T) {
 // TestAdmissionLog: one info line per admission with the documented
 // fields; skips at debug.
 func TestAdmissionLog(t *testing.T) {
-	ts := startServer(t, serverSetup{override: func(s *Settings) { s.LogLevel = "debug" }})
+	ts := startServer(t, serverSetup{override: func(s *config.Server) { s.LogLevel = "debug" }})
 	small := corpus.Review(corpus.Small)
 	var req struct {
 		Request struct {

@@ -1,50 +1,16 @@
 package webhook
 
 import (
-	"context"
 	"path/filepath"
-	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"go.uber.org/zap"
+
+	"github.com/graftdev/graft/config"
 )
 
-// reloadSettle lets a burst of file events (an editor's save, a ConfigMap
-// update, a copy of several templates) settle into one reload.
-const reloadSettle = 100 * time.Millisecond
-
-// watchConfig rebuilds the state when the config file or the templates
-// directory changes, until ctx is done. A valid result is swapped in
-// atomically; an invalid one is logged with its reason and counted, and
-// the current state keeps serving.
-func (s *Server) watchConfig(ctx context.Context, w *fsnotify.Watcher) {
-	timer := time.NewTimer(0)
-	if !timer.Stop() {
-		<-timer.C
-	}
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case err, ok := <-w.Errors:
-			if !ok {
-				return
-			}
-			s.log.Warn("config watch error", zap.Error(err))
-		case ev, ok := <-w.Events:
-			if !ok {
-				return
-			}
-			if s.relevantConfigEvent(ev.Name) {
-				timer.Reset(reloadSettle)
-			}
-		case <-timer.C:
-			s.reload()
-		}
-	}
-}
-
+// relevantConfigEvent reports whether a change to name may change the
+// configuration: the config file, a file of the templates directory, or a
+// mounted ConfigMap's ..data swap.
 func (s *Server) relevantConfigEvent(name string) bool {
 	dir := s.state.Load().settings.TemplatesDir
 	if dir != "" && filepath.Dir(name) == filepath.Clean(dir) {
@@ -53,11 +19,12 @@ func (s *Server) relevantConfigEvent(name string) bool {
 	if s.opts.ConfigPath == "" {
 		return false
 	}
-	base := filepath.Base(name)
-	return base == "..data" || base == filepath.Base(s.opts.ConfigPath)
+	return isDataSwap(name) || filepath.Base(name) == filepath.Base(s.opts.ConfigPath)
 }
 
-// reload reads config and templates again and swaps in the new state.
+// reload reads config and templates again and swaps in the new state. A
+// valid result is swapped in atomically; an invalid one is logged with its
+// reason and counted, and the current state keeps serving.
 func (s *Server) reload() {
 	err := s.tryReload()
 	if err != nil {
@@ -75,7 +42,7 @@ func (s *Server) tryReload() error {
 	// The templates directory is the one being watched: a new one in the
 	// file applies at the next restart, like the other listener settings.
 	dir := s.state.Load().settings.TemplatesDir
-	l, err := load(s.opts.ConfigPath, func(st *Settings) {
+	l, err := load(s.opts.ConfigPath, func(st *config.Server) {
 		if s.opts.Override != nil {
 			s.opts.Override(st)
 		}
@@ -93,15 +60,12 @@ func (s *Server) tryReload() error {
 	if err := warmUp(st.eng); err != nil {
 		return err
 	}
-	old := s.state.Load()
-	if restartOnly(old.settings) != restartOnly(st.settings) {
+	// Keep serving with the settings the listeners were built with, taking
+	// only the hot ones from the new file.
+	hot := st.settings.Hot(s.state.Load().settings)
+	if hot != st.settings {
 		s.log.Warn("server settings other than budget, timeoutMargin, maxInFlight and logLevel changed; they apply at the next restart")
-		// Keep serving with the settings the listeners were built with,
-		// taking only the hot ones from the new file.
-		hot := st.settings
-		st.settings = old.settings
-		st.settings.Budget, st.settings.TimeoutMargin = hot.Budget, hot.TimeoutMargin
-		st.settings.MaxInFlight, st.settings.LogLevel = hot.MaxInFlight, hot.LogLevel
+		st.settings = hot
 	}
 	if lvl, err := parseLevel(st.settings.LogLevel); err == nil && s.opts.Level != nil {
 		s.opts.Level.SetLevel(lvl)
@@ -113,11 +77,4 @@ func (s *Server) tryReload() error {
 	s.log.Info("configuration reloaded", zap.Strings("templates", l.set.Names()),
 		zap.String("default_profile", st.eng.DefaultProfile()))
 	return nil
-}
-
-// restartOnly blanks the settings that a reload applies, leaving those
-// that need a restart (listeners, TLS, timeouts, the watched directory).
-func restartOnly(s Settings) Settings {
-	s.Budget, s.TimeoutMargin, s.MaxInFlight, s.LogLevel = Duration{}, Duration{}, 0, ""
-	return s
 }

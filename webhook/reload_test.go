@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/graftdev/graft/bench/corpus"
+	"github.com/graftdev/graft/config"
 )
 
 // extraTemplate is the built-in agent renamed, with its image as given.
@@ -35,7 +36,7 @@ profiles:
 func TestTemplatesReload(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "extra.yaml"), extraTemplate(t, "registry.local/extra:1"))
-	ts := startServer(t, serverSetup{configYAML: extraConfig, override: func(s *Settings) { s.TemplatesDir = dir }})
+	ts := startServer(t, serverSetup{configYAML: extraConfig, override: func(s *config.Server) { s.TemplatesDir = dir }})
 	review := corpus.Review(corpus.Small)
 
 	wantImage := func(image string) {
@@ -129,7 +130,7 @@ func TestTemplatesReloadConfigMapSwap(t *testing.T) {
 	if err := os.Symlink(filepath.Join("..data", "extra.yaml"), filepath.Join(dir, "extra.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	ts := startServer(t, serverSetup{configYAML: extraConfig, override: func(s *Settings) { s.TemplatesDir = dir }})
+	ts := startServer(t, serverSetup{configYAML: extraConfig, override: func(s *config.Server) { s.TemplatesDir = dir }})
 	if !servesImage(t, ts, "registry.local/extra:1") {
 		t.Fatal("initial template not served")
 	}

@@ -18,8 +18,13 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 	"go.uber.org/zap"
 
+	"github.com/graftdev/graft/config"
+	"github.com/graftdev/graft/internal/bounded"
 	"github.com/graftdev/graft/webhook/certgen"
 )
+
+// maxPEMBytes bounds a certificate or key file; real ones are a few KiB.
+const maxPEMBytes = 1 << 20
 
 // Options are what a Server is built from.
 type Options struct {
@@ -27,7 +32,7 @@ type Options struct {
 	ConfigPath string
 	// Override applies the command-line flags to the file's settings. It
 	// runs on every load, so flags keep winning after a reload.
-	Override func(*Settings)
+	Override func(*config.Server)
 	// Logger is required. Level, when set, follows the logLevel setting.
 	Logger *zap.Logger
 	Level  *zap.AtomicLevel
@@ -134,8 +139,8 @@ func New(o Options) (s *Server, err error) {
 	return s, nil
 }
 
-func (s *Server) tlsConfig(cfg Settings) (*tls.Config, error) {
-	minVersion, err := cfg.tlsVersion()
+func (s *Server) tlsConfig(cfg config.Server) (*tls.Config, error) {
+	minVersion, err := cfg.TLSVersion()
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +151,7 @@ func (s *Server) tlsConfig(cfg Settings) (*tls.Config, error) {
 		NextProtos: []string{"http/1.1"},
 	}
 	if cfg.ClientCA != "" {
-		pem, err := os.ReadFile(cfg.ClientCA)
+		pem, err := bounded.ReadFile(cfg.ClientCA, maxPEMBytes)
 		if err != nil {
 			return nil, fmt.Errorf("client CA: %w", err)
 		}
@@ -160,7 +165,7 @@ func (s *Server) tlsConfig(cfg Settings) (*tls.Config, error) {
 	return tc, nil
 }
 
-func (s *Server) fasthttpServer(cfg Settings, h fasthttp.RequestHandler) *fasthttp.Server {
+func (s *Server) fasthttpServer(cfg config.Server, h fasthttp.RequestHandler) *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler:                      h,
 		ErrorHandler:                 s.errorHandler,
@@ -241,7 +246,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	defer certW.Close()
-	wg.Go(func() { s.certs.watch(bg, certW) })
+	wg.Go(func() { watchFiles(bg, certW, "certificate", s.certs.relevant, s.certs.reload, s.log) })
 
 	var watched []string
 	if s.opts.ConfigPath != "" {
@@ -256,7 +261,7 @@ func (s *Server) Run(ctx context.Context) error {
 			return err
 		}
 		defer cfgW.Close()
-		wg.Go(func() { s.watchConfig(bg, cfgW) })
+		wg.Go(func() { watchFiles(bg, cfgW, "config", s.relevantConfigEvent, s.reload, s.log) })
 	}
 
 	serveErr := make(chan error, 2)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/graftdev/graft/config"
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/templates"
 )
@@ -19,40 +20,33 @@ type state struct {
 	// string(bytes) keys do not copy).
 	profiles map[string]string
 	bind     *bindings
-	settings Settings
+	settings config.Server
 }
 
 // loaded is what building a state reads from disk.
 type loaded struct {
-	file FileConfig
+	file config.File
 	set  *templates.Set
 }
 
 // load reads the config file and the templates. override (the flags) is
 // applied to the file's settings before they are defaulted and validated.
-func load(configPath string, override func(*Settings)) (*loaded, error) {
-	fc, err := LoadConfig(configPath)
+func load(configPath string, override func(*config.Server)) (*loaded, error) {
+	f, err := config.Load(configPath)
 	if err != nil {
 		return nil, err
 	}
 	if override != nil {
-		override(&fc.Server)
+		override(&f.Server)
 	}
-	if err := fc.Server.defaults(); err != nil {
+	if err := f.Server.Default(); err != nil {
 		return nil, err
 	}
-	set, err := templates.Builtin()
+	set, err := config.Templates(f.Server.TemplatesDir)
 	if err != nil {
-		return nil, fmt.Errorf("builtin templates: %w", err)
+		return nil, err
 	}
-	if dir := fc.Server.TemplatesDir; dir != "" {
-		dirSet, err := templates.LoadDir(dir)
-		if err != nil {
-			return nil, err
-		}
-		set = set.With(dirSet)
-	}
-	return &loaded{file: fc, set: set}, nil
+	return &loaded{file: f, set: set}, nil
 }
 
 // build makes the engine and binds the metric labels for it.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/graftdev/graft/config"
 	"github.com/graftdev/graft/webhook/certgen"
 )
 
@@ -22,7 +23,7 @@ func TestMTLS(t *testing.T) {
 	if err := os.WriteFile(caFile, apiserverCA.pem, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ts := startServer(t, serverSetup{override: func(s *Settings) { s.ClientCA = caFile }})
+	ts := startServer(t, serverSetup{override: func(s *config.Server) { s.ClientCA = caFile }})
 	cases := []struct {
 		name   string
 		cert   *tls.Certificate
@@ -63,7 +64,7 @@ func TestTLSMinVersion(t *testing.T) {
 		wantOK bool
 	}{{"", true}, {"1.2", true}, {"1.3", false}} {
 		t.Run("min="+tc.min, func(t *testing.T) {
-			ts := startServer(t, serverSetup{override: func(s *Settings) { s.TLSMinVersion = tc.min }})
+			ts := startServer(t, serverSetup{override: func(s *config.Server) { s.TLSMinVersion = tc.min }})
 			conn, err := tls.Dial("tcp", ts.Addr().String(), &tls.Config{
 				RootCAs: ts.caPool, ServerName: "localhost", MaxVersion: tls.VersionTLS12,
 			})
@@ -91,7 +92,7 @@ func TestCertRotation(t *testing.T) {
 				ts.stop(t)
 				dir = t.TempDir()
 				firstCA := secretLayout(t, dir, "..v1")
-				ts = startServer(t, serverSetup{override: func(s *Settings) {
+				ts = startServer(t, serverSetup{override: func(s *config.Server) {
 					s.TLSCert, s.TLSKey = filepath.Join(dir, certgen.CertFile), filepath.Join(dir, certgen.KeyFile)
 				}})
 				ts.caPool.AppendCertsFromPEM(firstCA)

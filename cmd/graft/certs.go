@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/graftdev/graft/internal/bounded"
 	"github.com/graftdev/graft/webhook/certgen"
 )
 
@@ -80,7 +80,7 @@ func runCerts(stdout io.Writer, f certsFlags) error {
 	}
 	var extra []byte
 	for _, path := range f.trust {
-		b, err := readBounded(path, maxTrustFile)
+		b, err := bounded.ReadFile(path, maxTrustFile)
 		if err != nil {
 			return fmt.Errorf("certs: --trust: %w", err)
 		}
@@ -117,21 +117,4 @@ func runCerts(stdout io.Writer, f certsFlags) error {
 	}
 	_, err = fmt.Fprintf(stdout, "valid for %d days, until %s\n", f.days, notAfter.UTC().Format(time.RFC3339))
 	return err
-}
-
-// readBounded reads a whole file, refusing one larger than limit.
-func readBounded(path string, limit int64) ([]byte, error) {
-	file, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer file.Close()
-	b, err := io.ReadAll(io.LimitReader(file, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
-	}
-	return b, nil
 }

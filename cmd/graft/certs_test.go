@@ -312,7 +312,7 @@ func TestCertsRejectsBadInput(t *testing.T) {
 		{"missing trust file", []string{"--kustomize", "--trust", filepath.Join(tmp, "nope")}, "no such file"},
 		{"trust file not PEM", []string{"--kustomize", "--trust", notPEM}, "not PEM"},
 		{"trust file not a CA", []string{"--kustomize", "--trust", leaf}, "not a CA"},
-		{"trust file too big", []string{"--kustomize", "--trust", big}, "larger than"},
+		{"trust file too big", []string{"--kustomize", "--trust", big}, "too large (over 1048576 bytes)"},
 		{"bad IP", []string{"--ip", "not-an-ip"}, "invalid argument"},
 		{"positional argument", []string{"extra"}, "unknown command"},
 	} {

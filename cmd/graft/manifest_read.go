@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/graftdev/graft/internal/bounded"
 )
 
 // maxManifestBytes bounds one input file (the API server takes objects up
@@ -83,9 +85,9 @@ func readDocuments(inputs []string, stdin io.Reader) ([]*document, error) {
 			name := f
 			if f == "-" {
 				name = "<stdin>"
-				data, err = readLimited(stdin, name, maxManifestBytes)
+				data, err = bounded.Read(stdin, name, maxManifestBytes)
 			} else {
-				data, err = readFileLimited(f, maxManifestBytes)
+				data, err = bounded.ReadFile(f, maxManifestBytes)
 			}
 			if err != nil {
 				return nil, plainPathError(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/graftdev/graft/config"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -34,7 +35,7 @@ the fragment graft would add to a Pod.`,
 			if err != nil {
 				return err
 			}
-			set, err := loadTemplates(templatesDir)
+			set, err := config.Templates(templatesDir)
 			if err != nil {
 				return err
 			}

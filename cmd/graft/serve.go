@@ -9,13 +9,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/graftdev/graft/config"
 	"github.com/graftdev/graft/webhook"
 )
 
 func newServeCmd() *cobra.Command {
 	var (
 		configPath string
-		flags      webhook.Settings
+		flags      config.Server
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -28,7 +29,7 @@ and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fs := cmd.Flags()
-			override := func(s *webhook.Settings) {
+			override := func(s *config.Server) {
 				set := func(name string, dst *string, v string) {
 					if fs.Changed(name) {
 						*dst = v
@@ -72,8 +73,8 @@ and exits 0.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&configPath, "config", "", "YAML config file (engine profiles and a server: section); watched for changes")
-	f.StringVar(&flags.Addr, "addr", webhook.DefaultAddr, "TLS listen address of the webhook")
-	f.StringVar(&flags.AdminAddr, "admin-addr", webhook.DefaultAdminAddr, "plain-HTTP address for /metrics, /healthz and /readyz")
+	f.StringVar(&flags.Addr, "addr", config.DefaultAddr, "TLS listen address of the webhook")
+	f.StringVar(&flags.AdminAddr, "admin-addr", config.DefaultAdminAddr, "plain-HTTP address for /metrics, /healthz and /readyz")
 	f.StringVar(&flags.TLSCert, "tls-cert", "", "serving certificate (PEM); reloaded when it changes")
 	f.StringVar(&flags.TLSKey, "tls-key", "", "serving key (PEM); reloaded when it changes")
 	f.StringVar(&flags.ClientCA, "client-ca", "", "require client certificates signed by these CAs (PEM)")
