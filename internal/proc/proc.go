@@ -32,6 +32,9 @@ type Spec struct {
 	// such as "0" or "0,2-3"). taskset execs the binary, so Pid is still
 	// the server's own.
 	CPUs string
+	// Truncate starts the log afresh; by default it is appended to, so a
+	// restarted process keeps its earlier log.
+	Truncate bool
 }
 
 // Process is a started child.
@@ -43,16 +46,19 @@ type Process struct {
 	err     error         // how it exited, valid after done
 }
 
-// Start starts s. Its stdout and stderr are appended to its log file after
-// a header line with the command, so a restarted process keeps its earlier
-// log.
+// Start starts s. Its stdout and stderr go to its log file after a header
+// line with the command.
 func Start(s Spec) (*Process, error) {
 	bin, args := s.Bin, s.Args
 	if s.CPUs != "" {
 		bin, args = "taskset", append([]string{"-c", s.CPUs, s.Bin}, s.Args...)
 	}
 	logPath := filepath.Join(s.Dir, s.Name+".log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	if s.Truncate {
+		flags |= os.O_TRUNC
+	}
+	logf, err := os.OpenFile(logPath, flags, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("%s: log file: %w", s.Name, err)
 	}

@@ -135,25 +135,34 @@ func TestStartErrors(t *testing.T) {
 	}
 }
 
-// A restarted process keeps its earlier log.
-func TestLogAppends(t *testing.T) {
-	dir := t.TempDir()
-	for _, word := range []string{"first", "second"} {
-		p, err := Start(Spec{Name: "again", Dir: dir, Bin: "/bin/sh", Args: []string{"-c", "echo " + word}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := wait(t, p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "again.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "=== /bin/sh -c echo first\nfirst\n=== /bin/sh -c echo second\nsecond\n"
-	if string(b) != want {
-		t.Errorf("log:\n%s\nwant:\n%s", b, want)
+// A restarted process keeps its earlier log, unless told to truncate it.
+func TestLogRestart(t *testing.T) {
+	for _, tc := range []struct {
+		truncate bool
+		want     string
+	}{
+		{false, "=== /bin/sh -c echo first\nfirst\n=== /bin/sh -c echo second\nsecond\n"},
+		{true, "=== /bin/sh -c echo second\nsecond\n"},
+	} {
+		t.Run(fmt.Sprintf("truncate=%v", tc.truncate), func(t *testing.T) {
+			dir := t.TempDir()
+			for _, word := range []string{"first", "second"} {
+				p, err := Start(Spec{Name: "again", Dir: dir, Bin: "/bin/sh", Args: []string{"-c", "echo " + word}, Truncate: tc.truncate})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := wait(t, p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "again.log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != tc.want {
+				t.Errorf("log:\n%s\nwant:\n%s", b, tc.want)
+			}
+		})
 	}
 }
 
