@@ -3,11 +3,9 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/graftdev/graft/internal/proc"
@@ -55,25 +53,10 @@ func newGraft(bin, dir string, config []byte) (*graftServer, error) {
 }
 
 // graftCerts writes a CA and a serving certificate for 127.0.0.1 into dir
-// the way users make them, with `graft certs`, and returns the CA. Until
-// that subcommand exists it uses the same generator directly.
+// the way users make them, with `graft certs`, and returns the CA.
 func graftCerts(bin, dir string) ([]byte, error) {
 	out, err := exec.Command(bin, "certs", "--out", dir, "--ip", "127.0.0.1", "--dns", "localhost").CombinedOutput()
-	switch {
-	case err == nil:
-	case strings.Contains(string(out), "not implemented"):
-		b, err := certgen.Generate(certgen.Options{
-			DNSNames: []string{"localhost"},
-			IPs:      []net.IP{net.IPv4(127, 0, 0, 1)},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("graft certificates: %w", err)
-		}
-		if err := b.Write(dir); err != nil {
-			return nil, fmt.Errorf("graft certificates: %w", err)
-		}
-		return b.CACert, nil
-	default:
+	if err != nil {
 		return nil, fmt.Errorf("graft certs: %w\n%s", err, out)
 	}
 	ca, err := os.ReadFile(filepath.Join(dir, certgen.CAFile))
