@@ -11,6 +11,13 @@ PKGS      := ./...
 
 export CGO_ENABLED ?= 0
 
+# staticcheck is built once from its own module, at this version, into
+# .cache/bin under a name that carries the version: a new pin builds a new
+# binary. v0.8.2 is staticcheck 2026.2.2, the newest release; go1.26
+# support came with 2026.1 (v0.7.0).
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK         := $(CACHE)/bin/staticcheck-$(STATICCHECK_VERSION)
+
 .PHONY: all build run test unit fmt vet bench lint-templates fuzz clean
 
 all: build
@@ -34,10 +41,22 @@ unit:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-## vet: gofmt check and go vet.
-vet:
+## vet: gofmt check, then go vet and staticcheck over the main module and the e2e module.
+vet: $(STATICCHECK)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	cd e2e && $(GO) vet ./...
+	$(STATICCHECK) $(PKGS)
+	cd e2e && $(STATICCHECK) ./...
+
+# Installed into a temporary directory and moved, so an interrupted build
+# is never mistaken for a cached one.
+$(STATICCHECK):
+	@mkdir -p $(@D)
+	rm -rf $@.tmp
+	GOBIN=$@.tmp $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv $@.tmp/staticcheck $@
+	rmdir $@.tmp
 
 ## lint-templates: the built-in templates pass lint and templates/README.md is current.
 lint-templates:
