@@ -37,20 +37,34 @@ func Poll(ctx context.Context, p *Process, interval time.Duration, check func(co
 
 // GetOK is a readiness check: GET url answers 200.
 func GetOK(ctx context.Context, c *http.Client, url string) error {
+	_, err := Get(ctx, c, url, nil)
+	return err
+}
+
+// Get sends GET url with header and returns the start of the body (at
+// most 4 KiB, enough for a health answer) if the status is 200, or an
+// error naming the status and that body.
+func Get(ctx context.Context, c *http.Client, url string, header http.Header) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %d %s", url, resp.StatusCode, strings.TrimSpace(string(body)))
+		return nil, fmt.Errorf("GET %s: %d %s", url, resp.StatusCode, strings.TrimSpace(string(body)))
 	}
-	return nil
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	return body, nil
 }
 
 // FreeAddrs returns n distinct loopback addresses whose ports are free

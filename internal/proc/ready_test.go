@@ -71,26 +71,48 @@ func TestPoll(t *testing.T) {
 	}
 }
 
-func TestGetOK(t *testing.T) {
+func TestGet(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/readyz" {
+		switch {
+		case r.URL.Path == "/big":
+			w.Write([]byte(strings.Repeat("x", 10000)))
+		case r.URL.Path != "/readyz":
 			http.Error(w, "warming up", http.StatusServiceUnavailable)
+		case r.Header.Get("Authorization") != "Bearer t0ken":
+			http.Error(w, "who are you", http.StatusUnauthorized)
+		default:
+			w.Write([]byte(`{"health":"true"}`))
 		}
 	}))
 	defer srv.Close()
+	auth := http.Header{"Authorization": {"Bearer t0ken"}}
 	for _, tc := range []struct {
-		path, err string
+		name   string
+		path   string
+		header http.Header
+		body   string
+		err    string
 	}{
-		{"/readyz", ""},
-		{"/other", "GET " + srv.URL + "/other: 503 warming up"},
+		{"ok", "/readyz", auth, `{"health":"true"}`, ""},
+		{"no header", "/readyz", nil, "", "GET " + srv.URL + "/readyz: 401 who are you"},
+		{"not ready", "/other", auth, "", "GET " + srv.URL + "/other: 503 warming up"},
+		{"body cut at 4 KiB", "/big", nil, strings.Repeat("x", 4096), ""},
 	} {
-		err := GetOK(t.Context(), srv.Client(), srv.URL+tc.path)
-		if got := errString(err); got != tc.err {
-			t.Errorf("GET %s: %q, want %q", tc.path, got, tc.err)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			body, err := Get(t.Context(), srv.Client(), srv.URL+tc.path, tc.header)
+			if got := errString(err); got != tc.err || string(body) != tc.body {
+				t.Errorf("Get: %q, %q; want %q, %q", body, got, tc.body, tc.err)
+			}
+		})
+	}
+	if err := GetOK(t.Context(), srv.Client(), srv.URL+"/readyz"); err == nil {
+		t.Error("GetOK without the header succeeded")
+	}
+	if err := GetOK(t.Context(), srv.Client(), srv.URL+"/big"); err != nil {
+		t.Errorf("GetOK: %v", err)
 	}
 	srv.Close()
-	if err := GetOK(t.Context(), srv.Client(), srv.URL+"/readyz"); err == nil {
+	if err := GetOK(t.Context(), srv.Client(), srv.URL+"/big"); err == nil {
 		t.Error("GET of a closed server succeeded")
 	}
 }

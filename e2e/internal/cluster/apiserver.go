@@ -9,12 +9,10 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/graftdev/graft/internal/proc"
@@ -102,21 +100,8 @@ func startAPIServer(ctx context.Context, bin, dir, etcdURL string) (*apiServer, 
 	}
 	hc := loopbackHTTPClient(a.CA, 5*time.Second)
 	err = proc.Poll(ctx, a.proc, 250*time.Millisecond, func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL+"/readyz", nil)
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Authorization", "Bearer "+a.Token)
-		resp, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("kube-apiserver /readyz: %d %s", resp.StatusCode, strings.TrimSpace(string(body)))
-		}
-		return nil
+		_, err := proc.Get(ctx, hc, a.URL+"/readyz", http.Header{"Authorization": {"Bearer " + a.Token}})
+		return err
 	})
 	if err != nil {
 		return a, fmt.Errorf("kube-apiserver: %w", err)

@@ -3,8 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"time"
@@ -38,18 +36,12 @@ func startEtcd(ctx context.Context, bin, dir string) (*proc.Process, string, err
 	}
 	hc := loopbackHTTPClient(nil, 2*time.Second)
 	err = proc.Poll(ctx, p, 100*time.Millisecond, func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, client+"/health", nil)
+		body, err := proc.Get(ctx, hc, client+"/health", nil)
 		if err != nil {
 			return err
 		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"true"`) {
-			return fmt.Errorf("etcd /health: %d %s", resp.StatusCode, body)
+		if !strings.Contains(string(body), `"true"`) {
+			return fmt.Errorf("etcd /health: %s", body)
 		}
 		return nil
 	})
