@@ -12,17 +12,17 @@ BENCH_FLAGS   ?=
 BENCH_E2E_FLAGS ?=
 BENCH_PEERS    = -graft $(BIN)/graft -conventional $(BENCH_BIN)/conventional -floor $(BENCH_BIN)/floor
 
-.PHONY: bench-tools bench-load bench-quick bench-profile bench-e2e
+.PHONY: bench bench-tools bench-load bench-quick bench-profile bench-e2e
 
 ## bench-tools: the harness, the load generator and the two peer servers.
 bench-tools:
 	$(GO) build -trimpath -o $(BENCH_BIN)/ ./bench/cmd/benchrun ./bench/cmd/loadgen ./bench/peers/conventional ./bench/peers/floor
 
-## bench-load: every corpus closed-loop, small open-loop at 10k req/s; writes bench/results/latest.{md,json} and latency.png.
+## bench-load: graft, conventional and floor on every corpus closed-loop, small open-loop at 10k req/s; writes bench/results/latest.{md,json} and latency.png.
 bench-load: build bench-tools
 	$(BENCHRUN) $(BENCH_PEERS) -out $(BENCH_RESULTS) $(BENCH_FLAGS)
 
-## bench-quick: the same in about 30 seconds (small and large corpora, 2 s runs).
+## bench-quick: bench-load in about 30 seconds (small and large corpora, 2 s runs), same outputs.
 bench-quick: build bench-tools
 	$(BENCHRUN) -quick $(BENCH_PEERS) -out $(BENCH_RESULTS) $(BENCH_FLAGS)
 
@@ -32,10 +32,10 @@ bench-profile: bench-tools
 	$(BENCHRUN) -quick -graft $(BENCH_BIN)/graft -conventional $(BENCH_BIN)/conventional -floor $(BENCH_BIN)/floor \
 		-perf graft,conventional,floor -out $(BENCH_RESULTS)/profile $(BENCH_FLAGS)
 
-# `make bench` runs the load tests as well as the Go benchmarks.
-bench: bench-load
+## bench: bench-go (the Go micro-benchmarks), then bench-load.
+bench: bench-go bench-load
 
-## bench-e2e: Pod create latency through a real kube-apiserver: no webhook, graft, conventional, MutatingAdmissionPolicy.
+## bench-e2e: Pod create latency through a real kube-apiserver: no webhook, graft, conventional, MutatingAdmissionPolicy; writes bench/results/e2e-latest.{md,json}.
 bench-e2e: e2e-deps bench-tools
 	cd e2e && $(E2E_ENV) GRAFT_BENCH_CONVENTIONAL=$(CURDIR)/$(BENCH_BIN)/conventional \
 		$(GO) run ./cmd/podlatency -out ../$(BENCH_RESULTS) $(BENCH_E2E_FLAGS)

@@ -32,7 +32,7 @@ E2E_ENV := GRAFT_E2E_KUBE_APISERVER=$(E2E_APISERVER) \
 
 .PHONY: e2e-deps e2e-graft kube-apiserver demo
 
-## e2e: the end-to-end suite against a real kube-apiserver and etcd.
+## e2e: the e2e module's tests: the end-to-end suite against a real kube-apiserver and etcd, race detector on.
 e2e: e2e-deps
 	cd e2e && $(E2E_ENV) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) -run '$(E2E_RUN)' -v ./...
 

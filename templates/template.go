@@ -101,15 +101,11 @@ func (t *Template) Values(overrides map[string]string) (map[string]any, error) {
 // Render executes the template with overrides applied to the defaults and
 // returns the fragment. It validates every value and the rendered output.
 func (t *Template) Render(overrides map[string]string) (*Fragment, error) {
-	vals, err := t.Values(overrides)
+	text, err := t.RenderYAML(overrides)
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	if err := t.tmpl.Execute(&buf, vals); err != nil {
-		return nil, fmt.Errorf("template %s: render: %w", t.Name, err)
-	}
-	f, err := parseFragment(buf.Bytes())
+	f, err := parseFragment(text)
 	if err != nil {
 		return nil, fmt.Errorf("template %s: rendered fragment: %w", t.Name, err)
 	}

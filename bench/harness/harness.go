@@ -108,11 +108,11 @@ func Run(ctx context.Context, plan Plan) (*Outcome, error) {
 			if ok && p.Name != report.Floor && respSize[name] == 0 {
 				respSize[name] = row.RespBytes
 			}
-			if rate := plan.OpenRates[name]; rate > 0 && pr.alive() {
+			if rate := plan.OpenRates[name]; rate > 0 && pr.Running() {
 				h.measure(ctx, name, reqs[name], load.Open, rate, query)
 			}
-			if !pr.alive() {
-				out.Notes = append(out.Notes, fmt.Sprintf("%s exited during the %s runs (log: %s)", p.Name, name, pr.logPath))
+			if !pr.Running() {
+				out.Notes = append(out.Notes, fmt.Sprintf("%s exited during the %s runs (log: %s)", p.Name, name, pr.LogPath()))
 				break
 			}
 		}
@@ -150,7 +150,7 @@ func (h *peerRun) measure(ctx context.Context, corpusName string, reqs []*load.R
 	if mode == load.Open {
 		cfg.Concurrency, cfg.Duration = h.plan.OpenConcurrency, h.plan.OpenDuration
 	}
-	snap := &snapshot{pid: pr.pid, client: pr.httpAdmin, metricsURL: pr.adminURL + "/metrics"}
+	snap := &snapshot{pid: pr.Pid(), client: pr.httpAdmin, metricsURL: pr.adminURL + "/metrics"}
 	if slices.Contains(h.plan.PerfPeers, pr.peer.Name) {
 		name := fmt.Sprintf("profile-%s-%s-%s", pr.peer.Name, corpusName, mode)
 		snap.perfData = filepath.Join(h.plan.WorkDir, name+".perf.data")

@@ -62,15 +62,3 @@ func newVersionCmd() *cobra.Command {
 		},
 	}
 }
-
-// notYet is the body of subcommands still being built.
-func notYet(name string) *cobra.Command {
-	return &cobra.Command{
-		Use:                name,
-		Short:              name + " (not yet implemented)",
-		DisableFlagParsing: true,
-		RunE: func(*cobra.Command, []string) error {
-			return fmt.Errorf("%s is not implemented yet", name)
-		},
-	}
-}

@@ -116,9 +116,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
-	conv, proc, err := setupConventional(ctx, c, shipped, conventionalBin, opts.Dir, sidecar)
-	if proc != nil {
-		defer proc.stop()
+	conv, convProc, err := setupConventional(ctx, c, shipped, conventionalBin, opts.Dir, sidecar)
+	if convProc != nil {
+		defer stopConventional(convProc)
 	}
 	if err != nil {
 		return err

@@ -6,16 +6,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/graftdev/graft/e2e/internal/cluster"
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/proc"
 	"github.com/graftdev/graft/templates"
 	"github.com/graftdev/graft/webhook/certgen"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
@@ -57,15 +55,10 @@ func setupGraft(ctx context.Context, c *cluster.Cluster, shipped *cluster.Shippe
 	return v, c.CreateNamespace(ctx, v.ns, map[string]string{cluster.InjectLabel: "enabled", variantLabel: v.name})
 }
 
-// conventional is the bench's conventional webhook running on loopback.
-type conventional struct {
-	cmd  *exec.Cmd
-	done chan error
-}
-
-// setupConventional starts the conventional peer and registers the shipped
-// webhook configuration pointed at it, selecting its own namespace.
-func setupConventional(ctx context.Context, c *cluster.Cluster, shipped *cluster.Shipped, bin, dir, sidecar string) (variant, *conventional, error) {
+// setupConventional starts the bench's conventional webhook on loopback and
+// registers the shipped webhook configuration pointed at it, selecting its
+// own namespace. The caller stops the process it returns.
+func setupConventional(ctx context.Context, c *cluster.Cluster, shipped *cluster.Shipped, bin, dir, sidecar string) (variant, *proc.Process, error) {
 	v := variant{name: "conventional", ns: "lat-conventional", injected: injectedBy(sidecar)}
 	certDir := filepath.Join(dir, "conventional-certs")
 	b, err := certgen.Generate(certgen.Options{DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
@@ -75,30 +68,26 @@ func setupConventional(ctx context.Context, c *cluster.Cluster, shipped *cluster
 	if err := b.Write(certDir); err != nil {
 		return v, nil, err
 	}
-	addr, err := freeAddr()
+	addrs, err := proc.FreeAddrs(2)
 	if err != nil {
 		return v, nil, err
 	}
-	admin, err := freeAddr()
+	addr, admin := addrs[0].String(), addrs[1].String()
+	p, err := proc.Start(proc.Spec{Name: "conventional", Dir: dir, Bin: bin, Args: []string{
+		"--addr", addr, "--admin-addr", admin,
+		"--tls-cert", filepath.Join(certDir, certgen.CertFile), "--tls-key", filepath.Join(certDir, certgen.KeyFile),
+	}})
 	if err != nil {
 		return v, nil, err
 	}
-	logf, err := os.Create(filepath.Join(dir, "conventional.log"))
+	ready, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	hc := &http.Client{Timeout: 2 * time.Second}
+	err = proc.Poll(ready, p, 100*time.Millisecond, func(ctx context.Context) error {
+		return proc.GetOK(ctx, hc, "http://"+admin+"/readyz")
+	})
 	if err != nil {
-		return v, nil, err
-	}
-	cmd := exec.Command(bin, "--addr", addr, "--admin-addr", admin,
-		"--tls-cert", filepath.Join(certDir, certgen.CertFile), "--tls-key", filepath.Join(certDir, certgen.KeyFile))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return v, nil, fmt.Errorf("conventional: %w", err)
-	}
-	p := &conventional{cmd: cmd, done: make(chan error, 1)}
-	go func() { p.done <- cmd.Wait(); logf.Close() }()
-	if err := waitOK(ctx, "http://"+admin+"/readyz", p.done); err != nil {
-		p.stop()
+		stopConventional(p)
 		return v, nil, fmt.Errorf("conventional: %w", err)
 	}
 	// The shipped registration's webhook for the default profile (/inject),
@@ -109,7 +98,7 @@ func setupConventional(ctx context.Context, c *cluster.Cluster, shipped *cluster
 		return w.ClientConfig.URL != nil && strings.HasSuffix(*w.ClientConfig.URL, "/inject")
 	})
 	if i < 0 {
-		p.stop()
+		stopConventional(p)
 		return v, nil, errors.New("the shipped webhook configuration has no webhook on /inject")
 	}
 	w := wh.Webhooks[i]
@@ -117,21 +106,15 @@ func setupConventional(ctx context.Context, c *cluster.Cluster, shipped *cluster
 	w.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{variantLabel: v.name}}
 	wh.Webhooks = []admissionregv1.MutatingWebhook{w}
 	if _, err := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, wh, metav1.CreateOptions{}); err != nil {
-		p.stop()
+		stopConventional(p)
 		return v, nil, fmt.Errorf("register conventional webhook: %w", err)
 	}
 	return v, p, c.CreateNamespace(ctx, v.ns, map[string]string{variantLabel: v.name})
 }
 
-func (p *conventional) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(5 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
+// stopConventional stops the conventional peer; how it went does not
+// change the latencies already measured.
+func stopConventional(p *proc.Process) { _ = p.Stop(5 * time.Second) }
 
 // setupPolicy creates a MutatingAdmissionPolicy that adds the init
 // containers (and volumes) of graft's default profile with a JSONPatch:
@@ -262,35 +245,4 @@ func waitInjecting(ctx context.Context, client kubernetes.Interface, v variant, 
 		time.Sleep(200 * time.Millisecond)
 	}
 	return fmt.Errorf("%s: mutation never took effect: %w", v.name, last)
-}
-
-func waitOK(ctx context.Context, url string, exited <-chan error) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	hc := &http.Client{Timeout: 2 * time.Second}
-	for {
-		select {
-		case err := <-exited:
-			return fmt.Errorf("exited before ready: %v", err)
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready: %w", url, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-		resp, err := hc.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-	}
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }

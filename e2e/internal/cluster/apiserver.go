@@ -9,20 +9,19 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
+	"github.com/graftdev/graft/internal/proc"
 	"github.com/graftdev/graft/webhook/certgen"
 )
 
 // apiServer is a running kube-apiserver and what a client needs to reach it.
 type apiServer struct {
-	proc  *proc
+	proc  *proc.Process
 	URL   string // https://127.0.0.1:<port>
 	Token string // bearer token of a system:masters user
 	CA    []byte // PEM CA of its serving certificate
@@ -69,53 +68,40 @@ func startAPIServer(ctx context.Context, bin, dir, etcdURL string) (*apiServer, 
 			return nil, fmt.Errorf("apiserver: %w", err)
 		}
 	}
-	ports, err := freePorts(1)
+	addrs, err := proc.FreeAddrs(1)
 	if err != nil {
 		return nil, err
 	}
-	a := &apiServer{URL: "https://" + hostPort(ports[0]), Token: token, CA: serving.CACert}
-	a.proc, err = startProc("kube-apiserver", dir, bin,
-		"--etcd-servers="+etcdURL,
+	a := &apiServer{URL: "https://" + addrs[0].String(), Token: token, CA: serving.CACert}
+	a.proc, err = proc.Start(proc.Spec{Name: "kube-apiserver", Dir: dir, Bin: bin, Args: []string{
+		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		fmt.Sprintf("--secure-port=%d", ports[0]),
-		"--cert-dir="+pki,
-		"--tls-cert-file="+filepath.Join(pki, certgen.CertFile),
-		"--tls-private-key-file="+filepath.Join(pki, certgen.KeyFile),
-		"--token-auth-file="+filepath.Join(pki, "tokens.csv"),
+		fmt.Sprintf("--secure-port=%d", addrs[0].Port()),
+		"--cert-dir=" + pki,
+		"--tls-cert-file=" + filepath.Join(pki, certgen.CertFile),
+		"--tls-private-key-file=" + filepath.Join(pki, certgen.KeyFile),
+		"--token-auth-file=" + filepath.Join(pki, "tokens.csv"),
 		"--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+filepath.Join(pki, "sa.pub"),
-		"--service-account-signing-key-file="+filepath.Join(pki, "sa.key"),
+		"--service-account-key-file=" + filepath.Join(pki, "sa.pub"),
+		"--service-account-signing-key-file=" + filepath.Join(pki, "sa.key"),
 		"--service-cluster-ip-range=10.96.0.0/16",
-		"--enable-admission-plugins="+admissionPlugins,
-		"--disable-admission-plugins="+disabledAdmissionPlugins,
+		"--enable-admission-plugins=" + admissionPlugins,
+		"--disable-admission-plugins=" + disabledAdmissionPlugins,
 		// No other control-plane component runs: skip the work that only
 		// matters to them.
 		"--endpoint-reconciler-type=none",
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
-	)
+	}})
 	if err != nil {
 		return nil, err
 	}
 	hc := loopbackHTTPClient(a.CA, 5*time.Second)
-	err = poll(ctx, a.proc, 250*time.Millisecond, func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL+"/readyz", nil)
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Authorization", "Bearer "+a.Token)
-		resp, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("kube-apiserver /readyz: %d %s", resp.StatusCode, strings.TrimSpace(string(body)))
-		}
-		return nil
+	err = proc.Poll(ctx, a.proc, 250*time.Millisecond, func(ctx context.Context) error {
+		_, err := proc.Get(ctx, hc, a.URL+"/readyz", http.Header{"Authorization": {"Bearer " + a.Token}})
+		return err
 	})
 	if err != nil {
 		return a, fmt.Errorf("kube-apiserver: %w", err)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/graftdev/graft/internal/proc"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -59,7 +60,7 @@ func OptionsFromEnv() (Options, error) {
 // Cluster is a running etcd + kube-apiserver + graft.
 type Cluster struct {
 	opts      Options
-	etcd      *proc
+	etcd      *proc.Process
 	apiserver *apiServer
 	graft     *graftServer
 
@@ -143,8 +144,7 @@ func (c *Cluster) GraftRunning() bool {
 	if c.graft == nil || c.graft.proc == nil {
 		return false
 	}
-	ok, _ := c.graft.proc.exited()
-	return !ok
+	return c.graft.proc.Running()
 }
 
 // Stop ends every process, graft first, and reports any failure to stop.
@@ -154,10 +154,10 @@ func (c *Cluster) Stop() error {
 		errs = append(errs, c.graft.stop())
 	}
 	if c.apiserver != nil && c.apiserver.proc != nil {
-		errs = append(errs, c.apiserver.proc.stop(15*time.Second))
+		errs = append(errs, c.apiserver.proc.Stop(15*time.Second))
 	}
 	if c.etcd != nil {
-		errs = append(errs, c.etcd.stop(10*time.Second))
+		errs = append(errs, c.etcd.Stop(10*time.Second))
 	}
 	return errors.Join(errs...)
 }
@@ -165,23 +165,23 @@ func (c *Cluster) Stop() error {
 // Logs returns the last max bytes of each process's log, headed by name.
 func (c *Cluster) Logs(max int64) string {
 	var b strings.Builder
-	for _, p := range []*proc{c.etcd, c.apiProc(), c.graftProc()} {
+	for _, p := range []*proc.Process{c.etcd, c.apiProc(), c.graftProc()} {
 		if p == nil {
 			continue
 		}
-		fmt.Fprintf(&b, "\n===== %s log (%s) =====\n%s\n", p.name, p.logPath, p.tail(max))
+		fmt.Fprintf(&b, "\n===== %s log (%s) =====\n%s\n", p.Name(), p.LogPath(), p.Tail(max))
 	}
 	return b.String()
 }
 
-func (c *Cluster) apiProc() *proc {
+func (c *Cluster) apiProc() *proc.Process {
 	if c.apiserver == nil {
 		return nil
 	}
 	return c.apiserver.proc
 }
 
-func (c *Cluster) graftProc() *proc {
+func (c *Cluster) graftProc() *proc.Process {
 	if c.graft == nil {
 		return nil
 	}

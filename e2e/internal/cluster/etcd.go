@@ -3,51 +3,45 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/graftdev/graft/internal/proc"
 )
 
 // startEtcd runs a single-member etcd on two free loopback ports with a
 // fresh data dir under dir, and waits until it reports healthy.
-func startEtcd(ctx context.Context, bin, dir string) (*proc, string, error) {
-	ports, err := freePorts(2)
+func startEtcd(ctx context.Context, bin, dir string) (*proc.Process, string, error) {
+	addrs, err := proc.FreeAddrs(2)
 	if err != nil {
 		return nil, "", err
 	}
-	client := "http://" + hostPort(ports[0])
-	peer := "http://" + hostPort(ports[1])
-	p, err := startProc("etcd", dir, bin,
+	client := "http://" + addrs[0].String()
+	peer := "http://" + addrs[1].String()
+	p, err := proc.Start(proc.Spec{Name: "etcd", Dir: dir, Bin: bin, Args: []string{
 		"--name=e2e",
-		"--data-dir="+filepath.Join(dir, "etcd-data"),
-		"--listen-client-urls="+client,
-		"--advertise-client-urls="+client,
-		"--listen-peer-urls="+peer,
-		"--initial-advertise-peer-urls="+peer,
-		"--initial-cluster=e2e="+peer,
+		"--data-dir=" + filepath.Join(dir, "etcd-data"),
+		"--listen-client-urls=" + client,
+		"--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer,
+		"--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=e2e=" + peer,
 		"--initial-cluster-state=new",
 		"--logger=zap",
 		"--log-level=warn",
-	)
+	}})
 	if err != nil {
 		return nil, "", err
 	}
 	hc := loopbackHTTPClient(nil, 2*time.Second)
-	err = poll(ctx, p, 100*time.Millisecond, func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, client+"/health", nil)
+	err = proc.Poll(ctx, p, 100*time.Millisecond, func(ctx context.Context) error {
+		body, err := proc.Get(ctx, hc, client+"/health", nil)
 		if err != nil {
 			return err
 		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"true"`) {
-			return fmt.Errorf("etcd /health: %d %s", resp.StatusCode, body)
+		if !strings.Contains(string(body), `"true"`) {
+			return fmt.Errorf("etcd /health: %s", body)
 		}
 		return nil
 	})

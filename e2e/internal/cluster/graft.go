@@ -3,15 +3,12 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
+	"github.com/graftdev/graft/internal/proc"
 	"github.com/graftdev/graft/webhook/certgen"
 )
 
@@ -21,7 +18,7 @@ import (
 type graftServer struct {
 	bin, dir   string
 	args       []string
-	proc       *proc
+	proc       *proc.Process
 	Addr       string
 	AdminAddr  string
 	CA         []byte
@@ -34,11 +31,11 @@ func newGraft(bin, dir string, config []byte) (*graftServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(2)
+	addrs, err := proc.FreeAddrs(2)
 	if err != nil {
 		return nil, err
 	}
-	g := &graftServer{bin: bin, dir: dir, CA: ca, Addr: hostPort(ports[0]), AdminAddr: hostPort(ports[1])}
+	g := &graftServer{bin: bin, dir: dir, CA: ca, Addr: addrs[0].String(), AdminAddr: addrs[1].String()}
 	g.args = []string{"serve",
 		"--addr=" + g.Addr,
 		"--admin-addr=" + g.AdminAddr,
@@ -56,25 +53,10 @@ func newGraft(bin, dir string, config []byte) (*graftServer, error) {
 }
 
 // graftCerts writes a CA and a serving certificate for 127.0.0.1 into dir
-// the way users make them, with `graft certs`, and returns the CA. Until
-// that subcommand exists it uses the same generator directly.
+// the way users make them, with `graft certs`, and returns the CA.
 func graftCerts(bin, dir string) ([]byte, error) {
 	out, err := exec.Command(bin, "certs", "--out", dir, "--ip", "127.0.0.1", "--dns", "localhost").CombinedOutput()
-	switch {
-	case err == nil:
-	case strings.Contains(string(out), "not implemented"):
-		b, err := certgen.Generate(certgen.Options{
-			DNSNames: []string{"localhost"},
-			IPs:      []net.IP{net.IPv4(127, 0, 0, 1)},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("graft certificates: %w", err)
-		}
-		if err := b.Write(dir); err != nil {
-			return nil, fmt.Errorf("graft certificates: %w", err)
-		}
-		return b.CACert, nil
-	default:
+	if err != nil {
 		return nil, fmt.Errorf("graft certs: %w\n%s", err, out)
 	}
 	ca, err := os.ReadFile(filepath.Join(dir, certgen.CAFile))
@@ -86,25 +68,23 @@ func graftCerts(bin, dir string) ([]byte, error) {
 
 // start runs graft and waits until it is ready on both ports.
 func (g *graftServer) start(ctx context.Context) error {
-	if g.proc != nil {
-		if ok, _ := g.proc.exited(); !ok {
-			return fmt.Errorf("graft is already running")
-		}
+	if g.proc != nil && g.proc.Running() {
+		return fmt.Errorf("graft is already running")
 	}
-	p, err := startProc("graft", g.dir, g.bin, g.args...)
+	p, err := proc.Start(proc.Spec{Name: "graft", Dir: g.dir, Bin: g.bin, Args: g.args})
 	if err != nil {
 		return err
 	}
 	g.proc = p
 	admin := loopbackHTTPClient(nil, 2*time.Second)
 	tlsc := loopbackHTTPClient(g.CA, 2*time.Second)
-	err = poll(ctx, p, 100*time.Millisecond, func(ctx context.Context) error {
-		if err := getOK(ctx, admin, "http://"+g.AdminAddr+"/readyz"); err != nil {
+	err = proc.Poll(ctx, p, 100*time.Millisecond, func(ctx context.Context) error {
+		if err := proc.GetOK(ctx, admin, "http://"+g.AdminAddr+"/readyz"); err != nil {
 			return err
 		}
 		// The webhook port must serve TLS with the certificate the API
 		// server will be told to trust.
-		return getOK(ctx, tlsc, "https://"+g.Addr+"/healthz")
+		return proc.GetOK(ctx, tlsc, "https://"+g.Addr+"/healthz")
 	})
 	if err != nil {
 		return fmt.Errorf("graft: %w", err)
@@ -117,24 +97,7 @@ func (g *graftServer) stop() error {
 		return nil
 	}
 	// More than graft's own drain grace, so a clean shutdown is never cut short.
-	return g.proc.stop(30 * time.Second)
-}
-
-func getOK(ctx context.Context, c *http.Client, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %d %s", url, resp.StatusCode, strings.TrimSpace(string(body)))
-	}
-	return nil
+	return g.proc.Stop(30 * time.Second)
 }
 
 // GraftLog returns graft's log so far (at most max bytes from its end).
@@ -142,5 +105,5 @@ func (c *Cluster) GraftLog(max int64) string {
 	if c.graft == nil || c.graft.proc == nil {
 		return ""
 	}
-	return c.graft.proc.tail(max)
+	return c.graft.proc.Tail(max)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/graftdev/graft/internal/proc"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,7 +43,7 @@ func (c *Cluster) WaitInjecting(ctx context.Context, ns string) error {
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-"},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: "registry.invalid/probe:1"}}},
 	}
-	return poll(ctx, nil, 200*time.Millisecond, func(ctx context.Context) error {
+	return proc.Poll(ctx, nil, 200*time.Millisecond, func(ctx context.Context) error {
 		p, err := c.Client.CoreV1().Pods(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
 			return err
