@@ -70,6 +70,7 @@ fuzz:
 	$(GO) test ./inject -run '^$$' -fuzz '^FuzzAdmit$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./inject -run '^$$' -fuzz '^FuzzPatchRoundTrip$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/graft -run '^$$' -fuzz '^FuzzInject$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./config -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 
 ## bench-go: Go micro-benchmarks of the engine and server, six runs each, also saved to .cache/bench.txt.
 # bash for pipefail: a failing benchmark must fail the target, not hide
