@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/graftdev/graft/templates"
 )
@@ -60,6 +59,9 @@ func (s *scratch) reset() {
 func New(cfg Config, set *templates.Set, opts ...EngineOption) (*Engine, error) {
 	if set == nil {
 		return nil, fmt.Errorf("%w: no template set", ErrConfig)
+	}
+	if err := checkSonicNode(); err != nil {
+		return nil, err
 	}
 	cfg = cfg.clone()
 	if err := cfg.defaults(); err != nil {
@@ -141,14 +143,6 @@ func (e *Engine) getScratch() *scratch { return e.impl.pool.Get().(*scratch) }
 func (e *Engine) putScratch(s *scratch) {
 	s.reset()
 	e.impl.pool.Put(s)
-}
-
-// s2b returns the bytes of s without copying; callers must not modify them.
-func s2b(s string) []byte {
-	if s == "" {
-		return nil
-	}
-	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
 func (c Config) clone() Config {
