@@ -71,17 +71,6 @@ func (e *Engine) entryFor(ps *profileState, p *pod, s *scratch) (*planEntry, err
 	return ent, nil
 }
 
-// hasGraftAnnotations reports whether the Pod chooses templates or sets
-// parameters.
-func (p *pod) hasGraftAnnotations() bool {
-	for _, a := range p.annotationKeys {
-		if strings.HasPrefix(a.key, graftPrefix) && a.key != annotationStatus {
-			return true
-		}
-	}
-	return false
-}
-
 // entryForAnnotations decides templates and parameters from the Pod's
 // annotations and renders the plan. Slow path: allocates freely.
 func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, error) {

@@ -225,3 +225,60 @@ func (sc *scanner) key() (string, bool, error) {
 	sc.i++
 	return k, esc, nil
 }
+
+// eachKey calls fn for each key of the object at sc, with sc positioned at
+// the value; fn must consume it. A null object has no keys.
+func eachKey(sc *scanner, fn func(key string) error) error {
+	if sc.isNull() {
+		return nil
+	}
+	if err := sc.open('{'); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		more, err := sc.next('}', first)
+		if err != nil || !more {
+			return err
+		}
+		k, _, err := sc.key()
+		if err != nil {
+			return err
+		}
+		if err := fn(k); err != nil {
+			return err
+		}
+	}
+}
+
+// eachElem calls fn for each element of the array at sc; fn must consume it.
+func eachElem(sc *scanner, fn func() error) error {
+	if err := sc.open('['); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		more, err := sc.next(']', first)
+		if err != nil || !more {
+			return err
+		}
+		if err := fn(); err != nil {
+			return err
+		}
+	}
+}
+
+// member reads the presence of a map or list value, consuming a null.
+func member(sc *scanner) presence {
+	if sc.isNull() {
+		return isNull
+	}
+	return present
+}
+
+// optString reads a string or null.
+func optString(sc *scanner) (string, error) {
+	if sc.isNull() {
+		return "", nil
+	}
+	s, _, err := sc.str()
+	return s, err
+}
