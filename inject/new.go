@@ -25,6 +25,10 @@ type engineState struct {
 type profileState struct {
 	name string
 	cfg  Profile
+	// templates are cfg.Templates and allowed the templates a Pod may
+	// choose with graft.dev/templates (cfg.AllowedTemplates, or the
+	// profile's own when that is empty), resolved from the set once, in New.
+	templates, allowed []*templates.Template
 	// def is the plan for Pods without graft annotations.
 	def *planEntry
 }
@@ -67,7 +71,7 @@ func New(cfg Config, set *templates.Set, opts ...EngineOption) (*Engine, error) 
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, set: set, now: time.Now, impl: &engineState{
+	e := &Engine{cfg: cfg, now: time.Now, impl: &engineState{
 		profiles: make(map[string]*profileState, len(cfg.Profiles)),
 		excluded: cfg.ExcludedNamespaces,
 	}}
@@ -79,13 +83,18 @@ func New(cfg Config, set *templates.Set, opts ...EngineOption) (*Engine, error) 
 	st.plans.m = make(map[string]*planEntry)
 	st.pool.New = func() any { return new(scratch) }
 	for name, p := range cfg.Profiles {
-		for _, t := range append(slices.Clone(p.Templates), p.AllowedTemplates...) {
-			if _, ok := set.Get(t); !ok {
-				return nil, fmt.Errorf("%w: profile %q: unknown template %q", ErrConfig, name, t)
+		ps := &profileState{name: name, cfg: p}
+		var err error
+		if ps.templates, err = resolveTemplates(set, p.Templates); err != nil {
+			return nil, fmt.Errorf("%w: profile %q: %w", ErrConfig, name, err)
+		}
+		ps.allowed = ps.templates
+		if len(p.AllowedTemplates) > 0 {
+			if ps.allowed, err = resolveTemplates(set, p.AllowedTemplates); err != nil {
+				return nil, fmt.Errorf("%w: profile %q: %w", ErrConfig, name, err)
 			}
 		}
-		ps := &profileState{name: name, cfg: p}
-		def, err := e.buildEntry(ps, p.Templates, nil)
+		def, err := e.buildEntry(ps, ps.templates, nil)
 		if err != nil {
 			return nil, fmt.Errorf("%w: profile %q: %w", ErrConfig, name, err)
 		}
@@ -98,6 +107,19 @@ func New(cfg Config, set *templates.Set, opts ...EngineOption) (*Engine, error) 
 	}
 	slices.Sort(st.profileNames)
 	return e, nil
+}
+
+// resolveTemplates looks names up in set, in order.
+func resolveTemplates(set *templates.Set, names []string) ([]*templates.Template, error) {
+	out := make([]*templates.Template, 0, len(names))
+	for _, n := range names {
+		t, ok := set.Get(n)
+		if !ok {
+			return nil, fmt.Errorf("unknown template %q", n)
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 func (e *Engine) profile(name string) (*profileState, error) {
