@@ -130,10 +130,12 @@ func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, erro
 			warnings = append(warnings, perr.Error()+"; using the default")
 			continue
 		}
-		if overrides[tmplName] == nil {
-			overrides[tmplName] = map[string]string{}
+		if overrides[t.Name] == nil {
+			overrides[t.Name] = map[string]string{}
 		}
-		overrides[tmplName][param] = val
+		// The value lands in a cached entry (ParamValue), which outlives
+		// the body it was read from.
+		overrides[t.Name][prm.Name] = strings.Clone(val)
 	}
 	ent, err := e.buildEntry(ps, chosen, overrides)
 	if err != nil {
