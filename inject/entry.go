@@ -42,7 +42,7 @@ func (e *Engine) entryFor(ps *profileState, p *pod, s *scratch) (*planEntry, err
 	if !p.hasGraftAnnotations() {
 		return ps.def, nil
 	}
-	key := append(s.key[:0], ps.name...)
+	key := append(s.planKey[:0], ps.name...)
 	for _, a := range p.annotationKeys {
 		if strings.HasPrefix(a.key, graftPrefix) && a.key != annotationStatus {
 			key = append(key, 0)
@@ -51,7 +51,7 @@ func (e *Engine) entryFor(ps *profileState, p *pod, s *scratch) (*planEntry, err
 			key = append(key, a.value...)
 		}
 	}
-	s.key = key
+	s.planKey = key
 	c := &e.impl.plans
 	c.mu.RLock()
 	ent := c.m[string(key)]

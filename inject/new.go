@@ -42,8 +42,10 @@ type scratch struct {
 	inserts []insert
 	notices []notice
 	refsBuf []int
-	key     []byte
-	patch   []byte
+	// planKey and shapeKey build the plan and shape cache keys.
+	planKey  []byte
+	shapeKey []byte
+	patch    []byte
 }
 
 func (s *scratch) reset() {
@@ -53,7 +55,8 @@ func (s *scratch) reset() {
 	s.inserts = s.inserts[:0]
 	s.notices = s.notices[:0]
 	s.refsBuf = s.refsBuf[:0]
-	s.key = s.key[:0]
+	s.planKey = s.planKey[:0]
+	s.shapeKey = s.shapeKey[:0]
 	s.patch = s.patch[:0]
 }
 
@@ -79,7 +82,7 @@ func New(cfg Config, set *templates.Set, opts ...EngineOption) (*Engine, error) 
 		o(e)
 	}
 	st := e.impl
-	st.shapes.m = make(map[string]*patchTemplate)
+	st.shapes.m = make(map[string]*patchRecipe)
 	st.plans.m = make(map[string]*planEntry)
 	st.pool.New = func() any { return new(scratch) }
 	for name, p := range cfg.Profiles {
