@@ -1,7 +1,6 @@
 package inject
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"testing"
 
@@ -99,8 +98,6 @@ func responsePatch(tb testing.TB, resp []byte) []byte {
 	}
 	return r.Response.Patch
 }
-
-var _ = base64.StdEncoding
 
 func BenchmarkAdmit(b *testing.B) {
 	e := newTestEngine(b, DefaultConfig())
