@@ -202,7 +202,7 @@ func TestPlanCacheServesRepeatedOverrides(t *testing.T) {
 	if len(e.impl.plans.m) != before || before != 1 {
 		t.Errorf("plan cache has %d entries, want 1", len(e.impl.plans.m))
 	}
-	if allocs != 0 && !raceEnabled {
+	if allocs != 0 {
 		t.Errorf("cached override path: %v allocations, want 0", allocs)
 	}
 }

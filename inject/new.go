@@ -3,7 +3,6 @@ package inject
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,7 +18,7 @@ type engineState struct {
 	shapes       shapeCache
 	plans        planCache
 	nextPlanID   atomic.Uint32
-	pool         sync.Pool // *scratch
+	scratch      scratchPool
 }
 
 type profileState struct {
@@ -31,33 +30,6 @@ type profileState struct {
 	templates, allowed []*templates.Template
 	// def is the plan for Pods without graft annotations.
 	def *planEntry
-}
-
-// scratch is per-request working memory, pooled. Slices are truncated, not
-// freed, so steady-state requests do not allocate.
-type scratch struct {
-	rv      review
-	pod     pod
-	edits   []edit
-	inserts []insert
-	notices []notice
-	refsBuf []int
-	// planKey and shapeKey build the plan and shape cache keys.
-	planKey  []byte
-	shapeKey []byte
-	patch    []byte
-}
-
-func (s *scratch) reset() {
-	s.rv = review{}
-	s.pod.reset()
-	s.edits = s.edits[:0]
-	s.inserts = s.inserts[:0]
-	s.notices = s.notices[:0]
-	s.refsBuf = s.refsBuf[:0]
-	s.planKey = s.planKey[:0]
-	s.shapeKey = s.shapeKey[:0]
-	s.patch = s.patch[:0]
 }
 
 // New builds an Engine from cfg and the template set. It renders every
@@ -84,7 +56,6 @@ func New(cfg Config, set *templates.Set, opts ...EngineOption) (*Engine, error) 
 	st := e.impl
 	st.shapes.m = make(map[string]*patchRecipe)
 	st.plans.m = make(map[string]*planEntry)
-	st.pool.New = func() any { return new(scratch) }
 	for name, p := range cfg.Profiles {
 		ps := &profileState{name: name, cfg: p}
 		var err error
@@ -163,12 +134,9 @@ func (e *Engine) Fail(dst, body []byte, o Options, reason Reason) ([]byte, Resul
 	return e.fail(dst, &s.rv, ps, reason, &res), res, nil
 }
 
-func (e *Engine) getScratch() *scratch { return e.impl.pool.Get().(*scratch) }
+func (e *Engine) getScratch() *scratch { return e.impl.scratch.get() }
 
-func (e *Engine) putScratch(s *scratch) {
-	s.reset()
-	e.impl.pool.Put(s)
-}
+func (e *Engine) putScratch(s *scratch) { e.impl.scratch.put(s) }
 
 func (c Config) clone() Config {
 	out := c
