@@ -16,13 +16,16 @@ import (
 
 // b2s views b as a string without copying. Sound because the engine only
 // reads the request body, and only during a call: nothing writes to b
-// while the string lives, and nothing made from it outlives the call
-// (what must, such as cached plan keys, is copied by string(...)).
+// while the string lives, and what the caches keep past the call is
+// copied (keys by string(key), annotation values by strings.Clone;
+// template names come from the template set).
 func b2s(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// s2b views s as bytes without copying. Sound because no caller writes to
-// the result: it fills Result's byte fields, which are documented as
-// read-only views of the request body.
+// s2b views s as bytes without copying. Sound because it is only given
+// strings that are views of the request body (b2s), so the bytes are the
+// caller's own: Result's UID, Namespace and Name, documented as valid
+// until the caller reuses the body. Never give it a string constant,
+// whose bytes are read-only memory.
 func s2b(s string) []byte {
 	if s == "" {
 		return nil
