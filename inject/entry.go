@@ -42,7 +42,7 @@ func (e *Engine) entryFor(ps *profileState, p *pod, s *scratch) (*planEntry, err
 	if !p.hasGraftAnnotations() {
 		return ps.def, nil
 	}
-	key := append(s.key[:0], ps.name...)
+	key := append(s.planKey[:0], ps.name...)
 	for _, a := range p.annotationKeys {
 		if strings.HasPrefix(a.key, graftPrefix) && a.key != annotationStatus {
 			key = append(key, 0)
@@ -51,7 +51,7 @@ func (e *Engine) entryFor(ps *profileState, p *pod, s *scratch) (*planEntry, err
 			key = append(key, a.value...)
 		}
 	}
-	s.key = key
+	s.planKey = key
 	c := &e.impl.plans
 	c.mu.RLock()
 	ent := c.m[string(key)]
@@ -71,40 +71,30 @@ func (e *Engine) entryFor(ps *profileState, p *pod, s *scratch) (*planEntry, err
 	return ent, nil
 }
 
-// hasGraftAnnotations reports whether the Pod chooses templates or sets
-// parameters.
-func (p *pod) hasGraftAnnotations() bool {
-	for _, a := range p.annotationKeys {
-		if strings.HasPrefix(a.key, graftPrefix) && a.key != annotationStatus {
-			return true
-		}
-	}
-	return false
-}
-
 // entryForAnnotations decides templates and parameters from the Pod's
 // annotations and renders the plan. Slow path: allocates freely.
 func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, error) {
 	var warnings []string
-	names := ps.cfg.Templates
+	chosen := ps.templates
 	if raw, ok := p.annotation(annotationTemplates); ok {
 		val, err := unquoteRaw(raw, strings.Contains(raw, `\`))
 		if err != nil {
 			return nil, err
 		}
-		chosen, problem := selectTemplates(ps.cfg, val)
+		sel, problem := ps.selectTemplates(val)
 		switch {
 		case problem == "":
-			names = chosen
+			chosen = sel
 		case ps.cfg.OnInvalidParams == InvalidDeny:
 			return &planEntry{denyMsg: problem, reason: ReasonTemplateSelection}, nil
 		default:
 			warnings = append(warnings, problem+"; using the profile's templates")
 		}
 	}
-	if len(names) == 0 {
+	if len(chosen) == 0 {
 		return &planEntry{skip: true}, nil
 	}
+	names := templateNames(chosen)
 	overrides := map[string]map[string]string{}
 	for _, a := range p.annotationKeys {
 		rest, ok := strings.CutPrefix(a.key, graftPrefix)
@@ -112,14 +102,17 @@ func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, erro
 			continue
 		}
 		tmplName, param, ok := strings.Cut(rest, ".")
-		if !ok || !slices.Contains(names, tmplName) {
+		if !ok {
+			continue
+		}
+		t := findTemplate(chosen, tmplName)
+		if t == nil {
 			continue
 		}
 		val, err := unquoteRaw(a.value, strings.Contains(a.value, `\`))
 		if err != nil {
 			return nil, err
 		}
-		t, _ := e.set.Get(tmplName)
 		prm, ok := t.Param(param)
 		if !ok {
 			problem := fmt.Sprintf("annotation %s: template %s has no parameter %q", a.key, tmplName, param)
@@ -137,12 +130,14 @@ func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, erro
 			warnings = append(warnings, perr.Error()+"; using the default")
 			continue
 		}
-		if overrides[tmplName] == nil {
-			overrides[tmplName] = map[string]string{}
+		if overrides[t.Name] == nil {
+			overrides[t.Name] = map[string]string{}
 		}
-		overrides[tmplName][param] = val
+		// The value lands in a cached entry (ParamValue), which outlives
+		// the body it was read from.
+		overrides[t.Name][prm.Name] = strings.Clone(val)
 	}
-	ent, err := e.buildEntry(ps, names, overrides)
+	ent, err := e.buildEntry(ps, chosen, overrides)
 	if err != nil {
 		return nil, err
 	}
@@ -154,37 +149,51 @@ func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, erro
 
 // selectTemplates parses a graft.dev/templates value against what the
 // profile allows. problem is empty when the selection is valid.
-func selectTemplates(p Profile, val string) (names []string, problem string) {
-	allowed := p.AllowedTemplates
-	if len(allowed) == 0 {
-		allowed = p.Templates
-	}
+func (ps *profileState) selectTemplates(val string) (chosen []*templates.Template, problem string) {
 	for _, n := range strings.Split(val, ",") {
 		n = strings.TrimSpace(n)
 		if n == "" {
 			continue
 		}
-		if !slices.Contains(allowed, n) {
+		t := findTemplate(ps.allowed, n)
+		if t == nil {
 			return nil, fmt.Sprintf("annotation %s=%q: template %q is not allowed here (allowed: %s)",
-				annotationTemplates, val, n, strings.Join(allowed, ", "))
+				annotationTemplates, val, n, strings.Join(templateNames(ps.allowed), ", "))
 		}
-		if !slices.Contains(names, n) {
-			names = append(names, n)
+		if !slices.Contains(chosen, t) {
+			chosen = append(chosen, t)
 		}
 	}
-	return names, ""
+	return chosen, ""
 }
 
-// buildEntry renders names with the profile's parameters overlaid by the
-// Pod's overrides.
-func (e *Engine) buildEntry(ps *profileState, names []string, overrides map[string]map[string]string) (*planEntry, error) {
+// findTemplate returns the template of that name in ts, or nil.
+func findTemplate(ts []*templates.Template, name string) *templates.Template {
+	for _, t := range ts {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// templateNames lists the names of ts. They are the set's own strings,
+// never the request's, so cached plans may keep them.
+func templateNames(ts []*templates.Template) []string {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Name
+	}
+	return names
+}
+
+// buildEntry renders tmpls with the profile's parameters overlaid by the
+// Pod's overrides (template name -> parameter -> value).
+func (e *Engine) buildEntry(ps *profileState, tmpls []*templates.Template, overrides map[string]map[string]string) (*planEntry, error) {
 	params := map[string]map[string]string{}
 	var sources []ParamValue
-	for _, n := range names {
-		t, ok := e.set.Get(n)
-		if !ok {
-			return nil, fmt.Errorf("unknown template %q", n)
-		}
+	for _, t := range tmpls {
+		n := t.Name
 		vals := map[string]string{}
 		for _, prm := range t.Params {
 			v, src := prm.Default, "default"
@@ -206,7 +215,7 @@ func (e *Engine) buildEntry(ps *profileState, names []string, overrides map[stri
 		}
 		params[n] = vals
 	}
-	pl, err := buildPlan(e.impl.nextPlanID.Add(1), e.set, names, params)
+	pl, err := buildPlan(e.impl.nextPlanID.Add(1), tmpls, params)
 	if err != nil {
 		var perr *templates.ParamError
 		if errors.As(err, &perr) {

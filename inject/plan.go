@@ -3,7 +3,6 @@ package inject
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -71,9 +70,10 @@ func (pl *plan) elements() []*element {
 }
 
 // buildPlan renders the templates with their parameters. params holds, per
-// template, the values that override defaults (profile, then annotation).
-func buildPlan(id uint32, set *templates.Set, names []string, params map[string]map[string]string) (*plan, error) {
-	pl := &plan{id: id, templates: slices.Clone(names)}
+// template name, the values that override defaults (profile, then annotation).
+func buildPlan(id uint32, tmpls []*templates.Template, params map[string]map[string]string) (*plan, error) {
+	names := templateNames(tmpls)
+	pl := &plan{id: id, templates: names}
 	seen := map[string]string{} // "kind/name" -> template
 	claim := func(kind, name, tmpl string) error {
 		if prev, dup := seen[kind+"/"+name]; dup {
@@ -82,11 +82,8 @@ func buildPlan(id uint32, set *templates.Set, names []string, params map[string]
 		seen[kind+"/"+name] = tmpl
 		return nil
 	}
-	for _, name := range names {
-		t, ok := set.Get(name)
-		if !ok {
-			return nil, fmt.Errorf("unknown template %q", name)
-		}
+	for _, t := range tmpls {
+		name := t.Name
 		f, err := t.Render(params[name])
 		if err != nil {
 			return nil, err

@@ -1,6 +1,9 @@
 package inject
 
-import "errors"
+import (
+	"errors"
+	"strings"
+)
 
 // Well-known names graft reads on a Pod.
 const (
@@ -98,6 +101,37 @@ func (p *pod) displayName() string {
 	return p.generateName
 }
 
+// hasGraftAnnotations reports whether the Pod chooses templates or sets
+// parameters.
+func (p *pod) hasGraftAnnotations() bool {
+	for _, a := range p.annotationKeys {
+		if strings.HasPrefix(a.key, graftPrefix) && a.key != annotationStatus {
+			return true
+		}
+	}
+	return false
+}
+
+// hasContainer reports whether spec.containers has one of that name.
+func (p *pod) hasContainer(name string) bool {
+	for i := range p.containers {
+		if p.containers[i].name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// hasInit reports whether spec.initContainers has one of that name.
+func (p *pod) hasInit(name string) bool {
+	for i := range p.initContainers {
+		if p.initContainers[i].name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // parsePodMeta reads the Pod's metadata and notes where its spec is, so
 // the policy can skip a Pod on its labels before the spec is read.
 func parsePodMeta(obj string, p *pod) error {
@@ -144,54 +178,6 @@ var errNoMetaOrSpec = errors.New("metadata or spec missing")
 func parsePodSpec(p *pod) error {
 	sc := scanner{s: p.spec}
 	return parseSpec(&sc, p)
-}
-
-// eachKey calls fn for each key of the object at sc, with sc positioned at
-// the value; fn must consume it. A null object has no keys.
-func eachKey(sc *scanner, fn func(key string) error) error {
-	if sc.isNull() {
-		return nil
-	}
-	if err := sc.open('{'); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		more, err := sc.next('}', first)
-		if err != nil || !more {
-			return err
-		}
-		k, _, err := sc.key()
-		if err != nil {
-			return err
-		}
-		if err := fn(k); err != nil {
-			return err
-		}
-	}
-}
-
-// eachElem calls fn for each element of the array at sc; fn must consume it.
-func eachElem(sc *scanner, fn func() error) error {
-	if err := sc.open('['); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		more, err := sc.next(']', first)
-		if err != nil || !more {
-			return err
-		}
-		if err := fn(); err != nil {
-			return err
-		}
-	}
-}
-
-// member reads the presence of a map or list value, consuming a null.
-func member(sc *scanner) presence {
-	if sc.isNull() {
-		return isNull
-	}
-	return present
 }
 
 func parseMetadata(sc *scanner, p *pod) error {
