@@ -10,13 +10,19 @@ import (
 	"github.com/graftdev/graft/templates"
 )
 
+// newTestEngine builds an engine on the built-in templates plus the test
+// fixtures in testdata/templates (shapes the built-in set lacks).
 func newTestEngine(tb testing.TB, cfg Config, opts ...EngineOption) *Engine {
 	tb.Helper()
 	set, err := templates.Builtin()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e, err := New(cfg, set, opts...)
+	fixtures, err := templates.LoadDir("testdata/templates")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e, err := New(cfg, set.With(fixtures), opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}

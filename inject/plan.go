@@ -41,6 +41,8 @@ type element struct {
 	raw       []byte
 	// ref indexes plan.refs: how a patch refers to this element.
 	ref int
+	// token says where a container's ServiceAccount token mount goes.
+	token tokenSplice
 }
 
 // isOwn reports whether a container of that name is one graft injects.
@@ -108,6 +110,11 @@ func buildPlan(id uint32, tmpls []*templates.Template, params map[string]map[str
 				e := element{name: el.Name, mountPath: el.MountPath, raw: el.Raw}
 				if gi == 1 {
 					e.placement = t.Placement
+				}
+				if gi <= 1 {
+					if e.token, err = newTokenSplice(el.Raw); err != nil {
+						return nil, fmt.Errorf("template %s: container %s: %w", name, el.Name, err)
+					}
 				}
 				*g.out = append(*g.out, e)
 			}
