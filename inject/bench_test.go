@@ -115,6 +115,7 @@ func BenchmarkAdmit(b *testing.B) {
 		{"large", corpus.Large},
 		{"prepend", corpus.Prepend},
 		{"huge", corpus.Huge},
+		{"token", corpus.Token},
 	}
 	for _, c := range cases {
 		body := corpus.Review(c.corpus)
@@ -159,6 +160,7 @@ func TestZeroAllocs(t *testing.T) {
 		{"prepend", corpus.Review(corpus.Prepend)},
 		{"large", corpus.Review(corpus.Large)},
 		{"huge", corpus.Review(corpus.Huge)},
+		{"token", corpus.Review(corpus.Token)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -2,7 +2,11 @@ package inject
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+
+	"github.com/graftdev/graft/bench/corpus"
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestTokenSplice(t *testing.T) {
@@ -94,3 +98,22 @@ func TestTokenVolume(t *testing.T) {
 	}
 }
 
+// TestTokenCorpus: the benchmarks' token Pod (corpus.Token) takes the
+// mirrored mount, so BenchmarkAdmit/token and TestZeroAllocs measure the
+// splice, not the plain path.
+func TestTokenCorpus(t *testing.T) {
+	e := newTestEngine(t, DefaultConfig())
+	var pod corev1.Pod
+	if err := json.Unmarshal(applyResponse(t, corpus.Review(corpus.Token), mustAdmit(t, e, corpus.Review(corpus.Token), Options{})), &pod); err != nil {
+		t.Fatal(err)
+	}
+	tokenVol := pod.Spec.Volumes[3].Name
+	if !strings.HasPrefix(tokenVol, tokenVolumePrefix) {
+		t.Fatalf("corpus volume 3 is %q, want the token volume", tokenVol)
+	}
+	proxy := pod.Spec.InitContainers[0]
+	want := corev1.VolumeMount{Name: tokenVol, ReadOnly: true, MountPath: tokenMountPath}
+	if proxy.Name != "graft-proxy" || len(proxy.VolumeMounts) == 0 || proxy.VolumeMounts[len(proxy.VolumeMounts)-1] != want {
+		t.Fatalf("graft-proxy mounts %+v, want %+v last", proxy.VolumeMounts, want)
+	}
+}
