@@ -1,9 +1,11 @@
 package templates
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -24,6 +26,15 @@ type Problem struct {
 
 // String is the `file: template: problem` line `graft templates lint` prints.
 func (p Problem) String() string { return p.File + ": " + p.Template + ": " + p.Message }
+
+// In is the line for a tree linted at dir: p.File joined to dir.
+func (p Problem) In(dir string) string {
+	p.File = filepath.Join(dir, p.File)
+	return p.String()
+}
+
+// noTemplates is the problem of a set or tree without a template.
+var noTemplates = Problem{File: ".", Template: "-", Message: "no templates (*.yaml) found"}
 
 // Lint lints every directory of fsys that holds *.yaml templates (fsys's
 // root included; hidden and testdata directories skipped), each as one
@@ -52,11 +63,11 @@ func Lint(fsys fs.FS) ([]Problem, error) {
 		return nil, fmt.Errorf("list templates: %w", err)
 	}
 	if len(dirs) == 0 {
-		return []Problem{{File: ".", Template: "-", Message: "no templates (*.yaml) found"}}, nil
+		return []Problem{noTemplates}, nil
 	}
 	var problems []Problem
 	for _, dir := range dirs {
-		ps, err := lintDir(fsys, dir)
+		_, ps, err := lintDir(fsys, dir)
 		if err != nil {
 			return nil, err
 		}
@@ -65,11 +76,12 @@ func Lint(fsys fs.FS) ([]Problem, error) {
 	return problems, nil
 }
 
-// lintDir lints the templates directly in dir as one set.
-func lintDir(fsys fs.FS, dir string) ([]Problem, error) {
+// lintDir parses and lints the templates directly in dir as one set. It
+// returns every template that parsed, problems or not.
+func lintDir(fsys fs.FS, dir string) ([]*Template, []Problem, error) {
 	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
-		return nil, fmt.Errorf("list templates: %w", err)
+		return nil, nil, fmt.Errorf("list templates: %w", err)
 	}
 	var problems []Problem
 	var linted []*Template
@@ -102,7 +114,7 @@ func lintDir(fsys fs.FS, dir string) ([]Problem, error) {
 		}
 		linted = append(linted, t)
 	}
-	return append(problems, lintAcross(linted)...), nil
+	return linted, append(problems, lintAcross(linted)...), nil
 }
 
 // lintBooleans finds template fields meant as strings that YAML 1.1, which
@@ -157,12 +169,14 @@ func lintTemplate(t *Template) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, c := range lintCases(t) {
-		f, err := t.Render(c.overrides)
+		_, err := t.Render(c.overrides)
 		var found []string
-		if err != nil {
+		var rerr *RenderError
+		switch {
+		case errors.As(err, &rerr):
+			found = rerr.Problems
+		case err != nil:
 			found = []string{err.Error()}
-		} else {
-			found = checkFragment(f)
 		}
 		for _, msg := range found {
 			if !seen[msg] {
