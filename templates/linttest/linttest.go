@@ -12,6 +12,7 @@ import (
 	"bufio"
 	"bytes"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -125,6 +126,40 @@ func (c Case) Sets() []Case {
 		out = append(out, set)
 	}
 	return out
+}
+
+// CheckLoad checks err, what loading the set as a templates directory at
+// dir returned: nil when lint accepts the set; otherwise an error with the
+// lint lines (a *templates.SetError, seen through its Lines method so this
+// package need not import templates).
+func (c Case) CheckLoad(dir string, err error) error {
+	if len(c.Want) == 0 {
+		if err != nil {
+			return fmt.Errorf("lint accepts the set, loading refuses it: %w", err)
+		}
+		return nil
+	}
+	var lines interface{ Lines() []string }
+	if !errors.As(err, &lines) {
+		return fmt.Errorf("loading gave %v, want the set's lint problems", err)
+	}
+	return c.Match(dir, lines.Lines())
+}
+
+// Match checks got, the problem lines for the case's tree loaded or linted
+// at dir: one per Want, in order, each starting with its Want with the
+// file joined to dir (as `graft templates lint DIR` prints it).
+func (c Case) Match(dir string, got []string) error {
+	if len(got) != len(c.Want) {
+		return fmt.Errorf("got %d problems, want %d:\n%s", len(got), len(c.Want), strings.Join(got, "\n"))
+	}
+	for i, w := range c.Want {
+		file, rest, _ := strings.Cut(w, ": ")
+		if want := filepath.Join(dir, file) + ": " + rest; !strings.HasPrefix(got[i], want) {
+			return fmt.Errorf("problem %d:\n got %s\nwant %s...", i, got[i], want)
+		}
+	}
+	return nil
 }
 
 // under returns name relative to dir.
