@@ -172,9 +172,9 @@ func lintTemplate(t *Template, cases []lintCase) []string {
 	for _, c := range cases {
 		_, err := t.Render(c.overrides)
 		var found []string
-		var rerr *RenderError
+		rerr, isRender := errors.AsType[*RenderError](err)
 		switch {
-		case errors.As(err, &rerr):
+		case isRender:
 			found = rerr.Problems
 		case err != nil:
 			found = []string{err.Error()}

@@ -101,8 +101,8 @@ func (t *Template) Values(overrides map[string]string) (map[string]any, error) {
 // Render executes the template with overrides applied to the defaults and
 // returns the fragment. It validates every value (a *ParamError) and the
 // rendered fragment against the rules a Pod holding it must meet (a
-// *RenderError): every caller, the engine included, gets only fragments
-// the API server would accept.
+// *RenderError, see checkFragment): every caller, the engine included,
+// gets only fragments that pass lint's Kubernetes checks.
 func (t *Template) Render(overrides map[string]string) (*Fragment, error) {
 	text, err := t.RenderYAML(overrides)
 	if err != nil {
