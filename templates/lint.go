@@ -86,6 +86,7 @@ func lintDir(fsys fs.FS, dir string, cases func(*Template) []lintCase) ([]*Templ
 	}
 	var problems []Problem
 	var linted []*Template
+	var defaults []rendered // for lintAcross
 	for _, ent := range entries {
 		if ent.IsDir() || path.Ext(ent.Name()) != ".yaml" {
 			continue
@@ -110,12 +111,16 @@ func lintDir(fsys fs.FS, dir string, cases func(*Template) []lintCase) ([]*Templ
 		for _, msg := range lintBooleans(data) {
 			problems = append(problems, Problem{file, t.Name, msg})
 		}
-		for _, msg := range lintTemplate(t, cases(t)) {
+		msgs, f := lintTemplate(t, cases(t))
+		for _, msg := range msgs {
 			problems = append(problems, Problem{file, t.Name, msg})
 		}
 		linted = append(linted, t)
+		if f != nil {
+			defaults = append(defaults, rendered{t, f})
+		}
 	}
-	return linted, append(problems, lintAcross(linted)...), nil
+	return linted, append(problems, lintAcross(defaults)...), nil
 }
 
 // lintBooleans finds template fields meant as strings that YAML 1.1, which
@@ -165,12 +170,15 @@ type lintCase struct {
 }
 
 // lintTemplate renders t in every case and returns each distinct problem
-// once, labelled with the first case that showed it.
-func lintTemplate(t *Template, cases []lintCase) []string {
-	var out []string
+// once, labelled with the first case that showed it, and the fragment of
+// the first case (the defaults) if it rendered.
+func lintTemplate(t *Template, cases []lintCase) (out []string, defaults *Fragment) {
 	seen := map[string]bool{}
-	for _, c := range cases {
-		_, err := t.Render(c.overrides)
+	for i, c := range cases {
+		f, err := t.Render(c.overrides)
+		if i == 0 {
+			defaults = f
+		}
 		var found []string
 		rerr, isRender := errors.AsType[*RenderError](err)
 		switch {
@@ -186,7 +194,7 @@ func lintTemplate(t *Template, cases []lintCase) []string {
 			}
 		}
 	}
-	return out
+	return out, defaults
 }
 
 // defaultsOnly is the one case of a template known to pass lintCases.
@@ -282,19 +290,21 @@ func listLen(v string) int {
 // owner is where a name shared across templates was first seen.
 type owner struct{ template, file string }
 
-// lintAcross renders every template with its defaults and reports names two
-// templates would both inject into one Pod.
-func lintAcross(ts []*Template) []Problem {
-	ts = slices.Clone(ts)
-	slices.SortFunc(ts, func(a, b *Template) int { return strings.Compare(a.Name, b.Name) })
+// rendered is a template and its fragment with defaults.
+type rendered struct {
+	t *Template
+	f *Fragment
+}
+
+// lintAcross reports names two templates, rendered with their defaults,
+// would both inject into one Pod.
+func lintAcross(rs []rendered) []Problem {
+	slices.SortFunc(rs, func(a, b rendered) int { return strings.Compare(a.t.Name, b.t.Name) })
 	seen := map[string]owner{}
 	var problems []Problem
-	for _, t := range ts {
-		f, err := t.Render(nil)
-		if err != nil {
-			continue // already reported by lintTemplate
-		}
-		for _, key := range injectedNames(f) {
+	for _, r := range rs {
+		t := r.t
+		for _, key := range injectedNames(r.f) {
 			if o, dup := seen[key]; dup && o.template != t.Name {
 				problems = append(problems, Problem{t.File, t.Name,
 					fmt.Sprintf("%s is also injected by template %s (%s)", key, o.template, o.file)})
