@@ -156,7 +156,7 @@ func (c Case) Match(dir string, got []string) error {
 	for i, w := range c.Want {
 		file, rest, _ := strings.Cut(w, ": ")
 		if want := filepath.Join(dir, file) + ": " + rest; !strings.HasPrefix(got[i], want) {
-			return fmt.Errorf("problem %d:\n got %s\nwant %s...", i, got[i], want)
+			return fmt.Errorf("problem %d:\n got %s\nwant a line starting %s", i, got[i], want)
 		}
 	}
 	return nil
