@@ -135,15 +135,29 @@ func (r *rangePiece) cel(names celNames) string {
 		return l + ".map(it, " + r.first.cel(names, "it") + `).join("")`
 	}
 	// The usual separator: every later item is the first one after sep.
-	if len(r.rest) == len(r.first)+1 && r.rest[0].lit != "" && !r.rest[0].param && !r.rest[0].item &&
-		r.rest[0].rng == nil && slices.Equal(r.rest[1:], r.first) {
-		sep := celString(r.rest[0].lit)
+	if sep, ok := separator(r.first, r.rest); ok {
 		if len(r.first) == 1 && r.first[0].item {
-			return l + ".join(" + sep + ")"
+			return l + ".join(" + celString(sep) + ")"
 		}
-		return l + ".map(it, " + r.first.cel(names, "it") + ").join(" + sep + ")"
+		return l + ".map(it, " + r.first.cel(names, "it") + ").join(" + celString(sep) + ")"
 	}
 	at := l + "[ix]"
 	return "lists.range(size(" + l + ")).map(ix, ix == 0 ? " + r.first.cel(names, at) + " : " +
 		r.rest.cel(names, at) + `).join("")`
+}
+
+// separator reports whether rest is sep followed by first.
+func separator(first, rest str) (string, bool) {
+	if len(rest) == 0 || rest[0].lit == "" || rest[0].param || rest[0].item || rest[0].rng != nil {
+		return "", false
+	}
+	head := rest[0].lit
+	if len(first) > 0 && first[0].lit != "" && !first[0].param && !first[0].item && first[0].rng == nil {
+		// Adjacent literals merged: rest starts with sep + first's literal.
+		if !strings.HasSuffix(head, first[0].lit) || len(head) == len(first[0].lit) {
+			return "", false
+		}
+		return head[:len(head)-len(first[0].lit)], slices.Equal(rest[1:], first[1:])
+	}
+	return head, slices.Equal(rest[1:], first)
 }

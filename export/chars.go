@@ -89,6 +89,9 @@ func (s runeSet) describe(ok func(rune) bool) string {
 type chars struct {
 	all, first, last runeSet
 	nullable         bool
+	// signed: a leading + or - is always followed by a digit or a dot,
+	// so it never reads as a YAML indicator.
+	signed bool
 }
 
 func anyChars() chars {
@@ -124,10 +127,15 @@ func setChars(set string) chars {
 // durations keep the annotation's own spelling, so their sets are those
 // resource.ParseQuantity and time.ParseDuration accept.
 var (
-	intChars      = chars{all: runesOf("-0123456789"), first: runesOf("-0123456789"), last: runesOf("0123456789")}
-	quantityChars = setChars("+-.0123456789eEKMGTPimnuk")
-	durationChars = setChars("+-.0123456789nsuµμmh")
+	intChars      = chars{all: runesOf("-0123456789"), first: runesOf("-0123456789"), last: runesOf("0123456789"), signed: true}
+	quantityChars = signed(setChars("+-.0123456789eEKMGTPimnuk"))
+	durationChars = signed(setChars("+-.0123456789nsuµμmh"))
 )
+
+func signed(c chars) chars {
+	c.signed = true
+	return c
+}
 
 // paramChars describes the texts parameter p renders to (for a list: each
 // item).

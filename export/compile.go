@@ -34,7 +34,24 @@ type template struct {
 type variant struct {
 	// fixed holds the branch parameters' values: string (enum) or bool.
 	fixed map[string]any
-	frag  fragment
+	// node is the compiled fragment, frag its lists and maps.
+	node node
+	frag fragment
+}
+
+// variantFor returns the variant the raw parameter values select.
+func (c *template) variantFor(vals rawValues) *variant {
+	for i := range c.variants {
+		v := &c.variants[i]
+		match := true
+		for k, x := range v.fixed {
+			match = match && fmt.Sprint(x) == vals[k]
+		}
+		if match {
+			return v
+		}
+	}
+	return nil
 }
 
 // fragment is a rendered template in compiled form.
@@ -169,11 +186,11 @@ func assignments(ps []*templates.Param) []map[string]any {
 func (t *compiler) compileVariants(branch []*templates.Param) (*template, error) {
 	out := &template{tmpl: t.tmpl, branch: branch}
 	for _, fixed := range assignments(branch) {
-		frag, err := t.compileVariant(fixed)
+		n, frag, err := t.compileVariant(fixed)
 		if err != nil {
 			return nil, err
 		}
-		out.variants = append(out.variants, variant{fixed: fixed, frag: frag})
+		out.variants = append(out.variants, variant{fixed: fixed, node: n, frag: frag})
 	}
 	return out, nil
 }
@@ -203,7 +220,7 @@ func itemCounts(p *templates.Param) []int {
 	return out
 }
 
-func (t *compiler) compileVariant(fixed map[string]any) (fragment, error) {
+func (t *compiler) compileVariant(fixed map[string]any) (node, fragment, error) {
 	// Read the structure once with ranges bracketed by markers...
 	marked := shape{items: map[string]int{}, marks: true}
 	for i := range t.tmpl.Params {
@@ -213,19 +230,23 @@ func (t *compiler) compileVariant(fixed map[string]any) (fragment, error) {
 	}
 	r, err := t.evaluate(fixed, marked)
 	if err != nil {
-		return fragment{}, err
-	}
-	typedMarkers, err := t.checkLanding(r)
-	if err != nil {
-		return fragment{}, err
+		return nil, fragment{}, err
 	}
 	doc, err := decode(r.text)
 	if err != nil {
-		return fragment{}, t.refuse("the fragment is not YAML once rendered: %s", err)
+		if len(r.ranges) > 0 {
+			// Markers around a range break YAML only when it spans values.
+			return nil, fragment{}, t.refuse("a range over parameter %s produces YAML structure (several values or list items), not text within one value", r.ranges[0].Name)
+		}
+		return nil, fragment{}, t.refuse("the fragment is not YAML once rendered: %s", err)
+	}
+	typedMarkers, err := t.checkLanding(r)
+	if err != nil {
+		return nil, fragment{}, err
 	}
 	n, err := t.buildNode(doc, typedMarkers, r.ranges)
 	if err != nil {
-		return fragment{}, err
+		return nil, fragment{}, err
 	}
 	// ...then prove it against real unrollings with every item count in
 	// range, holes as markers.
@@ -235,13 +256,14 @@ func (t *compiler) compileVariant(fixed map[string]any) (fragment, error) {
 	}
 	for _, counts := range countCombos(slices.SortedFunc(maps.Keys(lists), byName)) {
 		if err := t.verifyShape(fixed, n, counts); err != nil {
-			return fragment{}, err
+			return nil, fragment{}, err
 		}
 	}
 	if err := t.verifyRender(fixed, n); err != nil {
-		return fragment{}, err
+		return nil, fragment{}, err
 	}
-	return t.extract(n)
+	f, err := t.extract(n)
+	return n, f, err
 }
 
 func byName(a, b *templates.Param) int { return strings.Compare(a.Name, b.Name) }

@@ -78,19 +78,31 @@ func valueIn(names paramVars, p *templates.Param, vals []any) string {
 }
 
 // entryList is a CEL list of one template's entries of a list or map;
-// empty when the template has none.
+// empty when the template has none. Consecutive entries present in the
+// same variants share one condition.
 func entryList(c *template, ms []merged, entry func(alternative, string) string) string {
 	names := paramVars{tmpl: c.tmpl.Name}
 	var terms []string
-	var run []string // consecutive unconditional entries
+	var run []string // consecutive entries under one condition
+	runCond := ""
 	flush := func() {
-		if len(run) > 0 {
-			terms = append(terms, "["+strings.Join(run, ", ")+"]")
-			run = nil
+		if len(run) == 0 {
+			return
 		}
+		list := "[" + strings.Join(run, ", ") + "]"
+		if runCond != "true" {
+			list = "(" + runCond + " ? " + list + " : [])"
+		}
+		terms = append(terms, list)
+		run = nil
 	}
 	for _, m := range ms {
-		if len(m.alts) == 1 && len(m.alts[0].variants) == len(c.variants) {
+		if len(m.alts) == 1 {
+			cond := c.condition(m.alts[0].variants, names)
+			if cond != runCond {
+				flush()
+				runCond = cond
+			}
 			run = append(run, entry(m.alts[0], m.name))
 			continue
 		}

@@ -223,7 +223,10 @@ func (t *compiler) checkNeighbours(s scalarAt, o occurrence, nth int, c chars) e
 	if !isPlain(s) {
 		return nil
 	}
-	if before == "" && !c.first.every(func(r rune) bool { return !strings.ContainsRune(plainIndicators, r) }) {
+	startsWell := func(r rune) bool {
+		return !strings.ContainsRune(plainIndicators, r) || (c.signed && (r == '-' || r == '+'))
+	}
+	if before == "" && !c.first.every(startsWell) {
 		return refuse("may start with a YAML indicator at the start of an unquoted value; quote it with `| quote`")
 	}
 	if c.last.has(':') && (after == "" || next == ' ' || (nextHole && c.nullable)) {
