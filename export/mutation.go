@@ -43,7 +43,7 @@ func (p *profile) paramVarList() []celVar {
 	used := p.usedParams()
 	for _, tn := range p.order {
 		for _, prm := range used[tn] {
-			raw := rawValue(tn, prm, p.defaults[tn][prm.Name], p.lenient)
+			raw := rawValue(tn, prm, p.defaults[tn][prm.Name])
 			name := celIdent("p", tn, prm.Name)
 			out = append(out, celVar{name, textExpr(prm, raw)})
 			if prm.Type == "list" {

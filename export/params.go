@@ -39,24 +39,25 @@ func (v paramVars) list(p *templates.Param) string {
 	return "variables." + celIdent("l", v.tmpl, p.Name)
 }
 
-// rawValue is a CEL string: the annotation's value or def. When lenient,
-// an invalid value falls back to def too, as the engine does for profiles
-// with onInvalidParams: default.
-func rawValue(tmpl string, p *templates.Param, def string, lenient bool) string {
+// rawValue is a CEL string: the annotation's value when valid, else def,
+// as the engine does for profiles with onInvalidParams: default. Profiles
+// that deny invalid values need it too: the validating policy refuses
+// such a Pod, but only after mutation, and a value the Pod cannot hold
+// (a bad quantity) would fail the mutation itself with another error.
+func rawValue(tmpl string, p *templates.Param, def string) string {
 	key := celString(annotationKey(tmpl, p.Name))
-	if !lenient {
-		return "variables.annotations[?" + key + "].orValue(" + celString(def) + ")"
-	}
 	v := "variables.annotations[" + key + "]"
 	return "(" + key + " in variables.annotations && " + ruleExpr(p, v) + ` == "" ? ` + v + " : " + celString(def) + ")"
 }
 
-// textExpr is a CEL string: the text a valid raw value renders to.
+// textExpr is a CEL string: the text a valid raw value renders to. The
+// conversion to string types it for the homogeneous list literals CEL
+// insists on; the annotations map may be typed dyn.
 func textExpr(p *templates.Param, raw string) string {
 	if p.Type == templates.TypeInt {
 		return "string(int(" + raw + "))"
 	}
-	return raw
+	return "string(" + raw + ")"
 }
 
 // itemsExpr is a CEL list of strings: a valid list value's items.
