@@ -167,12 +167,15 @@ func paramNames(ps []*templates.Param) string {
 }
 
 // assignments lists every combination of values of ps.
-func assignments(ps []*templates.Param) []map[string]any {
-	out := []map[string]any{{}}
+func assignments(ps []*templates.Param) []map[string]any { return product(ps, domain) }
+
+// product lists every map giving each parameter of ps one of its values.
+func product[V any](ps []*templates.Param, values func(*templates.Param) []V) []map[string]V {
+	out := []map[string]V{{}}
 	for _, p := range ps {
-		var next []map[string]any
+		var next []map[string]V
 		for _, a := range out {
-			for _, v := range domain(p) {
+			for _, v := range values(p) {
 				b := maps.Clone(a)
 				b[p.Name] = v
 				next = append(next, b)
@@ -240,7 +243,7 @@ func (t *compiler) compileVariant(fixed map[string]any) (node, fragment, error) 
 		}
 		return nil, fragment{}, t.refuse("the fragment is not YAML once rendered: %s", err)
 	}
-	typedMarkers, err := t.checkLanding(r)
+	typedMarkers, err := t.checkLanding(r, doc)
 	if err != nil {
 		return nil, fragment{}, err
 	}
@@ -254,7 +257,7 @@ func (t *compiler) compileVariant(fixed map[string]any) (node, fragment, error) 
 	for _, p := range r.ranges {
 		lists[p] = true
 	}
-	for _, counts := range countCombos(slices.SortedFunc(maps.Keys(lists), byName)) {
+	for _, counts := range product(slices.SortedFunc(maps.Keys(lists), byName), itemCounts) {
 		if err := t.verifyShape(fixed, n, counts); err != nil {
 			return nil, fragment{}, err
 		}
@@ -268,33 +271,17 @@ func (t *compiler) compileVariant(fixed map[string]any) (node, fragment, error) 
 
 func byName(a, b *templates.Param) int { return strings.Compare(a.Name, b.Name) }
 
-func countCombos(ps []*templates.Param) []map[string]int {
-	out := []map[string]int{{}}
-	for _, p := range ps {
-		var next []map[string]int
-		for _, a := range out {
-			for _, n := range itemCounts(p) {
-				b := maps.Clone(a)
-				b[p.Name] = n
-				next = append(next, b)
-			}
-		}
-		out = next
-	}
-	return out
-}
-
 func (t *compiler) verifyShape(fixed map[string]any, n node, counts map[string]int) error {
 	r, err := t.evaluate(fixed, shape{items: counts})
 	if err != nil {
 		return err
 	}
-	if _, err := t.checkLanding(r); err != nil {
-		return err
-	}
 	doc, err := decode(r.text)
 	if err != nil {
 		return t.refuse("the fragment is not YAML with %s: %s", describeCounts(counts), err)
+	}
+	if _, err := t.checkLanding(r, doc); err != nil {
+		return err
 	}
 	got := eval(n, markerValues{t: t, counts: counts, markersOnly: true})
 	if !reflect.DeepEqual(got, doc) {

@@ -133,6 +133,11 @@ func TestCompileConstructs(t *testing.T) {
 		values: []map[string]string{{"paths": "a"}, {"paths": "a,b/c,d"}},
 		cel:    []string{`variables.l_tst_paths.map(it, "test -f /x/" + it).join(" && ")`},
 	}, {
+		name:     "a comment a patterned value cannot end",
+		params:   "- {name: s, type: string, default: x, pattern: '^[a-z]+$'}",
+		fragment: "# built for {{ .s }}\nannotations:\n  a: b",
+		values:   []map[string]string{{"s": "y"}},
+	}, {
 		name: "printf, variables, toJson in a block scalar, a range over an int",
 		params: `- {name: addr, type: string, default: 'http://v', pattern: '^https?://[a-z.]+$'}
 - {name: paths, type: list, default: 'a', pattern: '^[a-z]+$'}`,
@@ -235,6 +240,11 @@ func TestCompileRefusals(t *testing.T) {
 		params:   "- {name: s, type: string, default: x, pattern: '^[a-z<>]+$'}",
 		fragment: "annotations:\n  n: |\n    {\"s\": {{ .s | toJson }}}",
 		line:     3, reason: `parameter s inside a larger text through toJson may hold characters toJson escapes ('<' '>')`,
+	}, {
+		name:     "a comment a value could end",
+		params:   "- {name: s, type: string, default: x}",
+		fragment: "# built for {{ .s }}\nannotations:\n  a: b",
+		line:     1, reason: "parameter s in a YAML comment may hold a line break",
 	}, {
 		name:     "nested ranges",
 		params:   "- {name: l, type: list, default: a, pattern: '^[a-z]+$'}",

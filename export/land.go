@@ -1,6 +1,7 @@
 package export
 
 import (
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -126,7 +127,12 @@ func holeName(src holeSrc) string {
 
 // checkLanding proves every hole of r reads as its own text, and returns
 // the markers that are a whole plain scalar (typed by YAML: int, bool).
-func (t *compiler) checkLanding(r rendering) (map[string]bool, error) {
+func (t *compiler) checkLanding(r rendering, doc any) (map[string]bool, error) {
+	js, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	decoded := string(js)
 	scalars, err := scalarsWithMarkers(r.text)
 	if err != nil {
 		return nil, &Refusal{Template: t.src.name, File: t.src.file, Reason: "the fragment is not YAML once rendered: " + err.Error()}
@@ -142,6 +148,9 @@ func (t *compiler) checkLanding(r rendering) (map[string]bool, error) {
 		}
 		c := holeChars(o.hole.src)
 		if si < 0 {
+			if strings.Contains(decoded, o.marker) {
+				return nil, refusalAt(t.src, o.hole.pos, "cannot tell where YAML puts %s", holeName(o.hole.src))
+			}
 			// Not in any value: a comment, which a line break would end.
 			if !c.all.every(notLineBreak) {
 				return nil, refusalAt(t.src, o.hole.pos, "%s in a YAML comment may hold a line break", holeName(o.hole.src))
@@ -196,7 +205,7 @@ func (t *compiler) checkLanding(r rendering) (map[string]bool, error) {
 func (t *compiler) checkNeighbours(s scalarAt, o occurrence, nth int, c chars) error {
 	at := nthIndex(s.value, o.marker, nth)
 	before, after := s.value[:at], s.value[at+len(o.marker):]
-	prevHole := strings.HasSuffix(before, "Q") && strings.Contains(before, markerPrefix) && endsWithMarker(before)
+	prevHole := endsWithMarker(before)
 	nextHole := strings.HasPrefix(after, markerPrefix)
 	prev, _ := utf8.DecodeLastRuneInString(before)
 	next, _ := utf8.DecodeRuneInString(after)

@@ -103,12 +103,14 @@ func ruleBody(p *templates.Param, v string) string {
 		fits := "(size(" + digits + ") < 19 || size(" + digits + ") == 19 && " + digits + " <= (" + v +
 			`.startsWith("-") ? "9223372036854775808" : "9223372036854775807"))`
 		return "!" + v + `.matches("^[+-]?[0-9]+$") || !` + fits + ` ? "must be an integer" : ` +
-			bounds(p, "int("+v+")", canonicalInt)
+			bounds(p, ordered("int("+v+")", canonicalInt))
 	case templates.TypeBool:
 		return v + ` == "true" || ` + v + ` == "false" ? "" : ` + celString(`must be "true" or "false"`)
 	case templates.TypeQuantity:
 		return "!isQuantity(" + v + `) ? "must be a Kubernetes quantity such as 100m or 64Mi" : ` +
-			quantityBounds(p, "quantity("+v+")")
+			bounds(p, comparison{
+				func(b string) string { return "quantity(" + v + ").isLessThan(quantity(" + celString(b) + "))" },
+				func(b string) string { return "quantity(" + v + ").isGreaterThan(quantity(" + celString(b) + "))" }})
 	case templates.TypeEnum:
 		var vals []string
 		for _, e := range p.Values {
@@ -117,7 +119,7 @@ func ruleBody(p *templates.Param, v string) string {
 		return v + " in [" + strings.Join(vals, ", ") + `] ? "" : ` + celString("must be one of "+strings.Join(p.Values, ", "))
 	case templates.TypeDuration:
 		return "!(" + durationValid(v) + `) ? "must be a duration such as 30s or 5m" : ` +
-			bounds(p, "duration("+v+")", func(b string) string { return "duration(" + celString(b) + ")" })
+			bounds(p, ordered("duration("+v+")", func(b string) string { return "duration(" + celString(b) + ")" }))
 	case templates.TypeList:
 		return listRule(p, itemsExpr(v))
 	}
@@ -130,27 +132,26 @@ func canonicalInt(b string) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// bounds checks a parsed value against Min and Max.
-func bounds(p *templates.Param, val string, lit func(string) string) string {
+// comparison writes the CEL conditions "value below bound" and "value
+// above bound".
+type comparison struct{ below, above func(bound string) string }
+
+// bounds checks a value against Min and Max.
+func bounds(p *templates.Param, c comparison) string {
 	out := ""
 	if p.Min != "" {
-		out += val + " < " + lit(p.Min) + " ? " + celString("must be at least "+p.Min) + " : "
+		out += c.below(p.Min) + " ? " + celString("must be at least "+p.Min) + " : "
 	}
 	if p.Max != "" {
-		out += val + " > " + lit(p.Max) + " ? " + celString("must be at most "+p.Max) + " : "
+		out += c.above(p.Max) + " ? " + celString("must be at most "+p.Max) + " : "
 	}
 	return out + `""`
 }
 
-func quantityBounds(p *templates.Param, q string) string {
-	out := ""
-	if p.Min != "" {
-		out += q + ".isLessThan(quantity(" + celString(p.Min) + ")) ? " + celString("must be at least "+p.Min) + " : "
-	}
-	if p.Max != "" {
-		out += q + ".isGreaterThan(quantity(" + celString(p.Max) + ")) ? " + celString("must be at most "+p.Max) + " : "
-	}
-	return out + `""`
+// ordered compares values CEL orders with < and >.
+func ordered(val string, lit func(string) string) comparison {
+	return comparison{func(b string) string { return val + " < " + lit(b) },
+		func(b string) string { return val + " > " + lit(b) }}
 }
 
 // durationRE is what time.ParseDuration reads.
