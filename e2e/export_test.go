@@ -340,3 +340,37 @@ func TestExportedBindingSelectsNamespaces(t *testing.T) {
 		t.Fatalf("a second pass changed the Pod (-first +second):\n%s", d)
 	}
 }
+
+// TestExportReinvocationWithForeignMutator: with the foreign mutator of
+// TestReinvocationWithForeignMutator after it, the exported policy (run
+// again, reinvocationPolicy: IfNeeded) leaves the Pod as graft does: the
+// foreign container gets graft's app-container edits, nothing twice.
+func TestExportReinvocationWithForeignMutator(t *testing.T) {
+	exported.get(t)
+	const profile = "agent"
+	pair := exportPair{profile: profile,
+		webhookNS: newNamespace(t, "e2e-exp-wh-foreign", nil),
+		policy:    newNamespace(t, "e2e-exp-pol-foreign", map[string]string{exportLabel: profile})}
+	registerWebhooks(t, "graft-e2e-export-foreign", scopedGraftWebhook("foreign.export.e2e.graft.dev", pair.webhookNS, "/inject/"+profile))
+	for _, ns := range []string{pair.webhookNS, pair.policy} {
+		registerForeign(t, ns, &foreignMutator{})
+		waitFor(t, "graft and the foreign webhook in "+ns, func(ctx context.Context) error {
+			p, err := env.client.CoreV1().Pods(ns).Create(ctx, simplePod("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err != nil {
+				return err
+			}
+			if countContainers(p, foreignContainer) == 0 || !isInjected(p) {
+				return fmt.Errorf("containers %s, injected %t", containerNames(p), isInjected(p))
+			}
+			return nil
+		})
+	}
+	p := simplePod("reinvoked", "app", "worker")
+	p.Spec.InitContainers = []corev1.Container{{Name: "setup", Image: "registry.invalid/setup:1"}}
+	requireSame(t, pair, p)
+	got, err := env.client.CoreV1().Pods(pair.policy).Create(t.Context(), p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireAgentInjected(t, got) // every app container, the foreign one too
+}
