@@ -29,9 +29,6 @@ type profile struct {
 	lenient  bool
 }
 
-// ErrUnknownProfile is returned for a profile the configuration lacks.
-var ErrUnknownProfile = errors.New("unknown profile")
-
 func newProfile(cfg inject.Config, set *templates.Set, name string) (*profile, error) {
 	// The engine validates the configuration as graft serve would.
 	if _, err := inject.New(cfg, set); err != nil {
@@ -43,7 +40,7 @@ func newProfile(cfg inject.Config, set *templates.Set, name string) (*profile, e
 	}
 	pc, ok := cfg.Profiles[name]
 	if !ok {
-		return nil, fmt.Errorf("%w %q (configured: %s)", ErrUnknownProfile, name, strings.Join(slices.Sorted(maps.Keys(cfg.Profiles)), ", "))
+		return nil, fmt.Errorf("%w %q (configured: %s)", inject.ErrUnknownProfile, name, strings.Join(slices.Sorted(maps.Keys(cfg.Profiles)), ", "))
 	}
 	p := &profile{name: name, cfg: pc, isDefault: name == cfg.DefaultProfile, excluded: cfg.ExcludedNamespaces,
 		tmpls: map[string]*template{}, defaults: map[string]map[string]string{},
