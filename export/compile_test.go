@@ -2,7 +2,6 @@ package export
 
 import (
 	"errors"
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -280,8 +279,7 @@ func TestCompileRefusals(t *testing.T) {
 			if !strings.Contains(r.Reason, tc.reason) {
 				t.Errorf("reason %q lacks %q", r.Reason, tc.reason)
 			}
-			want := fmt.Sprintf("template tst (tst.yaml)")
-			if !strings.HasPrefix(r.Error(), want) {
+			if want := "template tst (tst.yaml)"; !strings.HasPrefix(r.Error(), want) {
 				t.Errorf("message %q", r.Error())
 			}
 		})

@@ -1,7 +1,6 @@
 package export
 
 import (
-	"errors"
 	"fmt"
 	"text/template/parse"
 
@@ -104,8 +103,6 @@ type evaluator struct {
 	vars   []variable
 	depth  int // symbolic ranges being unrolled
 }
-
-var errBreak = errors.New("break")
 
 func (ev *evaluator) walk(n parse.Node, dot any) error {
 	switch n := n.(type) {
