@@ -89,12 +89,8 @@ func (f *exportFixture) setup(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("export %s: %w", profile, err)
 		}
-		sel := &metav1.LabelSelector{MatchLabels: map[string]string{exportLabel: profile}}
-		pols.MutatingBinding.Spec.MatchResources.NamespaceSelector = sel
-		for _, b := range pols.Bindings {
-			b.Spec.MatchResources.NamespaceSelector = sel
-		}
-		if err := createPolicies(ctx, pols); err != nil {
+		cluster.SelectNamespaces(pols, &metav1.LabelSelector{MatchLabels: map[string]string{exportLabel: profile}})
+		if err := env.cluster.CreatePolicies(ctx, pols); err != nil {
 			return fmt.Errorf("profile %s: %w", profile, err)
 		}
 		f.pairs[profile] = pair
@@ -108,26 +104,6 @@ func (f *exportFixture) setup(ctx context.Context) error {
 			if err := env.waitInjecting(ctx, ns); err != nil {
 				return fmt.Errorf("profile %s never injected in %s: %w", pair.profile, ns, err)
 			}
-		}
-	}
-	return nil
-}
-
-// createPolicies creates the exported objects as `kubectl apply` would.
-func createPolicies(ctx context.Context, p *export.Policies) error {
-	ar := env.client.AdmissionregistrationV1()
-	if _, err := ar.MutatingAdmissionPolicies().Create(ctx, p.Mutating, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("MutatingAdmissionPolicy: %w", err)
-	}
-	if _, err := ar.MutatingAdmissionPolicyBindings().Create(ctx, p.MutatingBinding, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("MutatingAdmissionPolicyBinding: %w", err)
-	}
-	for i, v := range p.Validating {
-		if _, err := ar.ValidatingAdmissionPolicies().Create(ctx, v, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("ValidatingAdmissionPolicy: %w", err)
-		}
-		if _, err := ar.ValidatingAdmissionPolicyBindings().Create(ctx, p.Bindings[i], metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("ValidatingAdmissionPolicyBinding: %w", err)
 		}
 	}
 	return nil
@@ -305,7 +281,7 @@ func TestExportedBindingSelectsNamespaces(t *testing.T) {
 		pols.Bindings[i].Name += "-selectors"
 		pols.Bindings[i].Spec.PolicyName = pols.Validating[i].Name
 	}
-	if err := createPolicies(t.Context(), pols); err != nil {
+	if err := env.cluster.CreatePolicies(t.Context(), pols); err != nil {
 		t.Fatal(err)
 	}
 	labelled := newNamespace(t, "e2e-exp-selected", map[string]string{cluster.InjectLabel: profile})

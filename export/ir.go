@@ -255,8 +255,7 @@ func (r rawValues) text(src holeSrc) string { return paramText(src.param, r[src.
 
 func (r rawValues) items(p *templates.Param) []string { return listItems(r[p.Name]) }
 
-// describeNode names the first difference between two JSON values, for
-// messages.
+// describeDiff shows two JSON values that should be equal, for messages.
 func describeDiff(got, want any) string {
 	g, _ := json.Marshal(got)
 	w, _ := json.Marshal(want)

@@ -28,23 +28,9 @@ func setupExport(ctx context.Context, c *cluster.Cluster, sidecar string) (varia
 	}
 	// The exported bindings select graft.dev/inject=enabled, which the
 	// graft variant's webhook serves too.
-	sel := &metav1.LabelSelector{MatchLabels: map[string]string{variantLabel: v.name}}
-	pols.MutatingBinding.Spec.MatchResources.NamespaceSelector = sel
-	ar := c.Client.AdmissionregistrationV1()
-	if _, err := ar.MutatingAdmissionPolicies().Create(ctx, pols.Mutating, metav1.CreateOptions{}); err != nil {
-		return v, fmt.Errorf("exported MutatingAdmissionPolicy: %w", err)
-	}
-	if _, err := ar.MutatingAdmissionPolicyBindings().Create(ctx, pols.MutatingBinding, metav1.CreateOptions{}); err != nil {
-		return v, fmt.Errorf("exported MutatingAdmissionPolicyBinding: %w", err)
-	}
-	for i, vap := range pols.Validating {
-		pols.Bindings[i].Spec.MatchResources.NamespaceSelector = sel
-		if _, err := ar.ValidatingAdmissionPolicies().Create(ctx, vap, metav1.CreateOptions{}); err != nil {
-			return v, fmt.Errorf("exported ValidatingAdmissionPolicy: %w", err)
-		}
-		if _, err := ar.ValidatingAdmissionPolicyBindings().Create(ctx, pols.Bindings[i], metav1.CreateOptions{}); err != nil {
-			return v, fmt.Errorf("exported ValidatingAdmissionPolicyBinding: %w", err)
-		}
+	cluster.SelectNamespaces(pols, &metav1.LabelSelector{MatchLabels: map[string]string{variantLabel: v.name}})
+	if err := c.CreatePolicies(ctx, pols); err != nil {
+		return v, fmt.Errorf("exported policies: %w", err)
 	}
 	return v, c.CreateNamespace(ctx, v.ns, map[string]string{variantLabel: v.name})
 }
