@@ -33,17 +33,16 @@ type suite struct {
 // template, so each can be injected on its own (/inject/<profile>).
 func templateProfile(tpl string) string { return "e2e-" + tpl }
 
-// graftConfig is the configuration the engine's golden corpus is written
+// suiteConfig is the configuration the engine's golden corpus is written
 // against (inject's goldenConfig: the shipped profiles, the agent template
 // as the default profile served on /inject, and two profiles exercising
 // options), plus one profile per built-in template. The suite's
 // expectations therefore do not move when the catalogue or the shipped
-// default profile changes. templatesDir (see writeSuiteTemplates) adds
-// the suite's own templates and their profiles.
-func graftConfig(templatesDir string) ([]byte, error) {
+// default profile changes. graftConfig adds the suite's own templates.
+func suiteConfig() (inject.Config, error) {
 	set, err := templates.Builtin()
 	if err != nil {
-		return nil, fmt.Errorf("built-in templates: %w", err)
+		return inject.Config{}, fmt.Errorf("built-in templates: %w", err)
 	}
 	cfg := inject.DefaultConfig()
 	cfg.DefaultProfile = "agent"
@@ -52,6 +51,17 @@ func graftConfig(templatesDir string) ([]byte, error) {
 	cfg.Profiles["hostnet"] = inject.Profile{Templates: []string{"agent"}, InjectHostNetwork: true}
 	for _, name := range set.Names() {
 		cfg.Profiles[templateProfile(name)] = inject.Profile{Templates: []string{name}}
+	}
+	return cfg, nil
+}
+
+// graftConfig is suiteConfig as the graft binary reads it, plus the
+// suite's own templates in templatesDir (see writeSuiteTemplates) and
+// their profile.
+func graftConfig(templatesDir string) ([]byte, error) {
+	cfg, err := suiteConfig()
+	if err != nil {
+		return nil, err
 	}
 	cfg.Profiles[renderProfile] = inject.Profile{Templates: []string{renderTemplateName}}
 	doc := configFile{Config: cfg}
