@@ -25,10 +25,12 @@ E2E_APISERVER_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitMinor=$(E2E_K8S_MINOR) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 
-# What the harness is told about the binaries it runs.
+# What the harness is told about the binaries it runs; helm (built by the
+# Makefile) renders the chart the suite dry-run applies.
 E2E_ENV := GRAFT_E2E_KUBE_APISERVER=$(E2E_APISERVER) \
 	GRAFT_E2E_ETCD=$(E2E_ETCD) \
-	GRAFT_E2E_GRAFT=$(E2E_GRAFT)
+	GRAFT_E2E_GRAFT=$(E2E_GRAFT) \
+	GRAFT_E2E_HELM=$(HELM)
 
 .PHONY: e2e-deps e2e-graft kube-apiserver demo
 
@@ -40,7 +42,7 @@ e2e: e2e-deps
 demo: e2e-deps
 	cd e2e && $(E2E_ENV) $(GO) run ./cmd/demo
 
-e2e-deps: $(E2E_APISERVER) $(E2E_ETCD) e2e-graft
+e2e-deps: $(E2E_APISERVER) $(E2E_ETCD) $(HELM) e2e-graft
 
 ## kube-apiserver: build (or reuse) the cached kube-apiserver.
 kube-apiserver: $(E2E_APISERVER)
