@@ -35,14 +35,14 @@ E2E_ENV := GRAFT_E2E_KUBE_APISERVER=$(E2E_APISERVER) \
 .PHONY: e2e-deps e2e-graft kube-apiserver demo
 
 ## e2e: the e2e module's tests: the end-to-end suite against a real kube-apiserver and etcd, race detector on.
-e2e: e2e-deps
+e2e: e2e-deps $(HELM)
 	cd e2e && $(E2E_ENV) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) -run '$(E2E_RUN)' -v ./...
 
 ## demo: etcd + kube-apiserver + graft on loopback, one Pod injected, torn down.
 demo: e2e-deps
 	cd e2e && $(E2E_ENV) $(GO) run ./cmd/demo
 
-e2e-deps: $(E2E_APISERVER) $(E2E_ETCD) $(HELM) e2e-graft
+e2e-deps: $(E2E_APISERVER) $(E2E_ETCD) e2e-graft
 
 ## kube-apiserver: build (or reuse) the cached kube-apiserver.
 kube-apiserver: $(E2E_APISERVER)
