@@ -2,15 +2,12 @@ package deploy
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/util/yaml"
-	sigsyaml "sigs.k8s.io/yaml"
+	"sigs.k8s.io/kustomize/kyaml/kio"
 )
 
 // tool returns the path of an external tool (helm, promtool) that `make
@@ -58,27 +55,17 @@ func (e *toolError) Unwrap() error { return e.err }
 // output) into an output, as kustomize hands them over.
 func parseObjects(t *testing.T, data []byte) output {
 	t.Helper()
-	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	nodes, err := kio.FromBytes(data)
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
 	var out output
-	for {
-		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out
-			}
-			t.Fatalf("decode: %v", err)
-		}
-		if m == nil {
-			continue
-		}
-		y, err := sigsyaml.Marshal(m)
+	for _, n := range nodes {
+		y, err := n.String()
 		if err != nil {
 			t.Fatal(err)
 		}
-		meta, _ := m["metadata"].(map[string]any)
-		name, _ := meta["name"].(string)
-		ns, _ := meta["namespace"].(string)
-		kind, _ := m["kind"].(string)
-		out = append(out, object{kind: kind, namespace: ns, name: name, yaml: y})
+		out = append(out, object{kind: n.GetKind(), namespace: n.GetNamespace(), name: n.GetName(), yaml: []byte(y)})
 	}
+	return out
 }

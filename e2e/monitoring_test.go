@@ -14,6 +14,7 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -107,7 +108,7 @@ func checkNames(expr parser.Expr, exposed map[string]map[string]bool) []string {
 		case *parser.VectorSelector:
 			name := n.Name
 			for _, m := range n.LabelMatchers {
-				if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+				if m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual {
 					name = m.Value
 				}
 			}
@@ -123,7 +124,7 @@ func checkNames(expr parser.Expr, exposed map[string]map[string]bool) []string {
 				have[l] = true
 			}
 			for _, m := range n.LabelMatchers {
-				if m.Name != labels.MetricName && !labelsOf[m.Name] && !slices.Contains(targetLabels, m.Name) {
+				if m.Name != model.MetricNameLabel && !labelsOf[m.Name] && !slices.Contains(targetLabels, m.Name) {
 					problems = append(problems, fmt.Sprintf("metric %s has no label %s", name, m.Name))
 				}
 			}
