@@ -88,6 +88,10 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 		}
 		e.impl.shapes.put(s.shapeKey, rc)
 	}
+	s.tokenVolume = p.tokenVolume()
+	if v, ok := p.annotation(annotationLimits); ok && s.injectsContainers() {
+		s.resourced = limitRangeDefaults(pl, p, v, s)
+	}
 	s.patch = appendPatch(s.patch[:0], rc, pl, s)
 	if e.late(o.Deadline) {
 		return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil

@@ -10,13 +10,19 @@ import (
 	"github.com/graftdev/graft/templates"
 )
 
+// newTestEngine builds an engine on the built-in templates plus the test
+// fixtures in testdata/templates (shapes the built-in set lacks).
 func newTestEngine(tb testing.TB, cfg Config, opts ...EngineOption) *Engine {
 	tb.Helper()
 	set, err := templates.Builtin()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e, err := New(cfg, set, opts...)
+	fixtures, err := templates.LoadDir("testdata/templates")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e, err := New(cfg, set.With(fixtures), opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -109,6 +115,7 @@ func BenchmarkAdmit(b *testing.B) {
 		{"large", corpus.Large},
 		{"prepend", corpus.Prepend},
 		{"huge", corpus.Huge},
+		{"token", corpus.Token},
 	}
 	for _, c := range cases {
 		body := corpus.Review(c.corpus)
@@ -153,6 +160,7 @@ func TestZeroAllocs(t *testing.T) {
 		{"prepend", corpus.Review(corpus.Prepend)},
 		{"large", corpus.Review(corpus.Large)},
 		{"huge", corpus.Review(corpus.Huge)},
+		{"token", corpus.Review(corpus.Token)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

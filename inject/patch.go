@@ -318,7 +318,7 @@ func appendPatch(dst []byte, rc *patchRecipe, pl *plan, s *scratch) []byte {
 			if sg.lit != nil {
 				dst = append(dst, sg.lit...)
 			} else {
-				dst = append(dst, pl.byRef[sg.ref].raw...)
+				dst = s.appendElement(dst, pl.byRef[sg.ref])
 			}
 		}
 		dst = append(dst, '}')

@@ -41,6 +41,8 @@ type element struct {
 	raw       []byte
 	// ref indexes plan.refs: how a patch refers to this element.
 	ref int
+	// token says where a container's ServiceAccount token mount goes.
+	token tokenSplice
 }
 
 // isOwn reports whether a container of that name is one graft injects.
@@ -77,7 +79,7 @@ func buildPlan(id uint32, tmpls []*templates.Template, params map[string]map[str
 	seen := map[string]string{} // "kind/name" -> template
 	claim := func(kind, name, tmpl string) error {
 		if prev, dup := seen[kind+"/"+name]; dup {
-			return fmt.Errorf("templates %s and %s both inject %s %q", prev, tmpl, kind, name)
+			return &conflictError{first: prev, second: tmpl, kind: kind, name: name}
 		}
 		seen[kind+"/"+name] = tmpl
 		return nil
@@ -108,6 +110,11 @@ func buildPlan(id uint32, tmpls []*templates.Template, params map[string]map[str
 				e := element{name: el.Name, mountPath: el.MountPath, raw: el.Raw}
 				if gi == 1 {
 					e.placement = t.Placement
+				}
+				if gi <= 1 {
+					if e.token, err = newTokenSplice(el.Raw); err != nil {
+						return nil, fmt.Errorf("template %s: container %s: %w", name, el.Name, err)
+					}
 				}
 				*g.out = append(*g.out, e)
 			}
@@ -145,6 +152,15 @@ func buildPlan(id uint32, tmpls []*templates.Template, params map[string]map[str
 		e.ref = i
 	}
 	return pl, nil
+}
+
+// conflictError is two templates injecting the same name into one Pod.
+// Like a *templates.RenderError, it depends on the templates chosen and
+// the values they were rendered with.
+type conflictError struct{ first, second, kind, name string }
+
+func (e *conflictError) Error() string {
+	return fmt.Sprintf("templates %s and %s both inject %s %q", e.first, e.second, e.kind, e.name)
 }
 
 func elementNames(els []element) []string {

@@ -11,6 +11,7 @@ const (
 	annotationStatus    = "graft.dev/status"
 	annotationTemplates = "graft.dev/templates"
 	annotationMirror    = "kubernetes.io/config.mirror"
+	annotationLimits    = "kubernetes.io/limit-ranger"
 	graftPrefix         = "graft.dev/"
 )
 
@@ -31,6 +32,8 @@ type pod struct {
 	metaRead           bool   // parsePodMetaAt succeeded
 	name, generateName string
 	hostNetwork        bool
+	// automountOff: spec.automountServiceAccountToken is false.
+	automountOff bool
 
 	annotations, labels presence
 	annotationKeys      []kv // every annotation: graft's own are looked up here
@@ -63,6 +66,11 @@ type container struct {
 type initContainer struct {
 	name    string
 	sidecar bool // restartPolicy: Always
+	// tokenPath says the container mounts a volume, tokenVolume, at the
+	// ServiceAccount token path: the only mount of init containers graft
+	// reads (see tokenVolume).
+	tokenPath   bool
+	tokenVolume string
 }
 
 type mount struct{ name, path string }
@@ -228,6 +236,13 @@ func parseSpec(sc *scanner, p *pod) error {
 			var err error
 			p.hostNetwork, err = sc.boolean()
 			return err
+		case "automountServiceAccountToken":
+			if sc.isNull() {
+				return nil
+			}
+			on, err := sc.boolean()
+			p.automountOff = !on
+			return err
 		case "containers":
 			if p.containersSeen = member(sc); p.containersSeen == isNull {
 				return nil
@@ -248,6 +263,14 @@ func parseSpec(sc *scanner, p *pod) error {
 						var rp string
 						rp, err = optString(sc)
 						c.sidecar = rp == "Always"
+					case "volumeMounts":
+						if member(sc) == present {
+							err = eachMount(sc, func(m mount) {
+								if m.path == tokenMountPath {
+									c.tokenPath, c.tokenVolume = true, m.name
+								}
+							})
+						}
 					default:
 						err = sc.skip()
 					}
@@ -304,23 +327,7 @@ func parseContainer(sc *scanner, p *pod) error {
 		case "volumeMounts":
 			if c.volumeMounts = member(sc); c.volumeMounts == present {
 				c.mountsFrom = len(p.mounts)
-				err = eachElem(sc, func() error {
-					var m mount
-					err := eachKey(sc, func(k string) error {
-						var err error
-						switch k {
-						case "name":
-							m.name, err = optString(sc)
-						case "mountPath":
-							m.path, err = optString(sc)
-						default:
-							err = sc.skip()
-						}
-						return err
-					})
-					p.mounts = append(p.mounts, m)
-					return err
-				})
+				err = eachMount(sc, func(m mount) { p.mounts = append(p.mounts, m) })
 				c.mountsTo = len(p.mounts)
 			}
 		default:
@@ -332,4 +339,26 @@ func parseContainer(sc *scanner, p *pod) error {
 	c.mountsCount = c.mountsTo - c.mountsFrom
 	p.containers = append(p.containers, c)
 	return err
+}
+
+// eachMount calls fn with the name and path of each volume mount in the
+// array at sc.
+func eachMount(sc *scanner, fn func(mount)) error {
+	return eachElem(sc, func() error {
+		var m mount
+		err := eachKey(sc, func(k string) error {
+			var err error
+			switch k {
+			case "name":
+				m.name, err = optString(sc)
+			case "mountPath":
+				m.path, err = optString(sc)
+			default:
+				err = sc.skip()
+			}
+			return err
+		})
+		fn(m)
+		return err
+	})
 }

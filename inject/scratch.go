@@ -15,6 +15,12 @@ type scratch struct {
 	planKey  []byte
 	shapeKey []byte
 	patch    []byte
+	// tokenVolume is the ServiceAccount token volume graft's containers
+	// mount, or "" (see tokenVolume). It aliases the request body.
+	tokenVolume string
+	// resourced, when not nil, holds per element ref the JSON of an
+	// injected container with LimitRange defaults added (limitrange.go).
+	resourced [][]byte
 }
 
 func (s *scratch) reset() {
@@ -27,6 +33,8 @@ func (s *scratch) reset() {
 	s.planKey = s.planKey[:0]
 	s.shapeKey = s.shapeKey[:0]
 	s.patch = s.patch[:0]
+	s.tokenVolume = ""
+	s.resourced = nil
 }
 
 // scratchPool keeps scratch between requests: a free list, not a
