@@ -266,12 +266,22 @@ func mapInsertFirst(m *yaml.Node, key string, v *yaml.Node) {
 	m.Content = append([]*yaml.Node{strNode(key), v}, m.Content...)
 }
 
-// mapString returns the string value of key in m, or "".
+// mapString returns the string value of key in m, or "": also for a
+// plain y, yes, on..., which kubectl reads as a boolean (see nodeJSON).
 func mapString(m *yaml.Node, key string) string {
-	if v := mapGet(m, key); v != nil && v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str" {
+	if v := mapGet(m, key); v != nil && isJSONString(v) {
 		return v.Value
 	}
 	return ""
+}
+
+// isJSONString reports whether n is a string to kubectl (and nodeJSON).
+func isJSONString(n *yaml.Node) bool {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		return false
+	}
+	_, isBool := yaml11Bool(n.Value)
+	return !isBool || n.Style != 0
 }
 
 func deref(n *yaml.Node) *yaml.Node {
