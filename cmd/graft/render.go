@@ -10,13 +10,13 @@ import (
 	"github.com/spf13/cobra"
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/graftdev/graft/config"
 	"github.com/graftdev/graft/templates"
 )
 
 func newRenderCmd() *cobra.Command {
 	var (
 		sets         []string
+		configFile   string
 		templatesDir string
 		output       string
 	)
@@ -35,7 +35,7 @@ the fragment graft would add to a Pod.`,
 			if err != nil {
 				return err
 			}
-			set, err := config.Templates(templatesDir)
+			_, set, err := loadEngineConfig(configFile, templatesDir)
 			if err != nil {
 				return err
 			}
@@ -48,7 +48,8 @@ the fragment graft would add to a Pod.`,
 		},
 	}
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "set a parameter: param=value (repeatable)")
-	cmd.Flags().StringVar(&templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
+	cmd.Flags().StringVar(&configFile, "config", "", "configuration file, as given to graft serve: its server.templatesDir is used")
+	cmd.Flags().StringVar(&templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones (default: the config file's server.templatesDir)")
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
 	return cmd
 }
