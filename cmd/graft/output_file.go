@@ -35,7 +35,11 @@ func stage(w fileWrite) (*staged, error) {
 	}
 	f, err := os.CreateTemp(filepath.Dir(w.path), "."+filepath.Base(w.path)+".graft-*")
 	if err != nil {
-		return nil, plainPathError(err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the temporary file's name means nothing to a user
+		}
+		return nil, fmt.Errorf("%s: %w", w.path, err)
 	}
 	_, err = f.Write(w.data)
 	if err == nil {
