@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -35,8 +36,12 @@ the fragment graft would add to a Pod.`,
 			if err != nil {
 				return err
 			}
-			_, set, err := loadEngineConfig(configFile, templatesDir)
+			cfg, set, err := loadEngineConfig(configFile, templatesDir)
 			if err != nil {
+				return err
+			}
+			// A configuration graft serve would refuse is refused here too.
+			if _, err := inject.New(cfg, set); err != nil {
 				return err
 			}
 			out, err := renderTemplate(set, args[0], overrides, output)
