@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -40,7 +38,7 @@ JSON object per Pod, for machines.`,
 				}
 				for _, s := range spots {
 					if s.foreign != "" {
-						run.admitter.reportNoTemplate(d, s, run.report)
+						reportNoTemplate(d, s, run.report)
 						continue
 					}
 					ex, err := run.admitter.explain(d, s, run.report)
@@ -116,33 +114,24 @@ func (a *admitter) explain(d *document, spot podSpot, rep *reporter) (*explained
 		Warnings:  []string{},
 		Patch:     []patchOp{},
 	}
-	ns, err := a.namespaceFor(spot)
+	if spot.holder == nil {
+		ns, err := a.namespaceFor(spot)
+		out.Namespace, out.Decision, out.Reason, out.Message = ns, "no-pod-template", "none", spot.noTemplate
+		return out, err
+	}
+	ns, sel, body, err := a.request(spot)
 	if err != nil {
 		return nil, err
 	}
-	out.Namespace = ns
-	if spot.holder == nil {
-		out.Decision, out.Reason, out.Message = "no-pod-template", "none", spot.noTemplate
-		return out, nil
-	}
-	out.Warnings = append(out.Warnings, podWarnings(spot)...)
-	sel := a.sel.selectFor(ns)
-	out.Label, out.LabelFrom = sel.label, sel.from
+	out.Namespace, out.Label, out.LabelFrom = ns, sel.label, sel.from
 	out.excluded = sel.reason == "namespace-excluded"
+	out.Warnings = append(out.Warnings, podWarnings(spot)...)
 	if sel.from == fromAssumed {
 		rep.note(a.sel.assumption(ns))
 	}
-	if sel.profile == "" {
+	if body == nil {
 		out.Decision, out.Reason, out.Message = "not-selected", sel.reason, sel.why
 		return out, nil
-	}
-	pod, err := podJSON(spot)
-	if err != nil {
-		return nil, err
-	}
-	body, err := a.review(spot, ns, pod)
-	if err != nil {
-		return nil, err
 	}
 	ex, err := a.engine.Explain(body, inject.Options{Profile: sel.profile})
 	if err != nil {
@@ -156,11 +145,7 @@ func (a *admitter) explain(d *document, spot podSpot, rep *reporter) (*explained
 		out.Params = append(out.Params, explainedParam{Template: p.Template, Param: p.Param, Value: p.Value, Source: p.Source})
 	}
 	if len(ex.Patch) > 0 {
-		var podOps []patchOp
-		if err := json.Unmarshal(ex.Patch, &podOps); err != nil {
-			return nil, fmt.Errorf("engine patch: %w", err)
-		}
-		if out.Patch, err = objectOps(spot, podOps); err != nil {
+		if out.Patch, err = documentOps(spot, ex.Patch); err != nil {
 			return nil, err
 		}
 	}

@@ -118,6 +118,7 @@ kube-inject's -o FILE is --output-file FILE here.`,
 					return err
 				}
 			}
+			run.admitter.jsonOut = f.output == "json"
 			if err := injectDocuments(run.admitter, run.docs, run.report); err != nil {
 				return err
 			}

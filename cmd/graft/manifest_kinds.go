@@ -22,6 +22,7 @@ type podSpot struct {
 	namespace string // the object's metadata.namespace, if any
 	// object is the workload's own mapping (the Pod itself for a Pod).
 	object *yaml.Node
+	item   string // "items[3]: " for an item of a List
 	// holder is nil for an object whose Pods graft does not inject here:
 	// noTemplate says why a kind that carries Pods has no template (an
 	// Argo Rollout naming a workload); foreign is where an object of a kind
@@ -29,15 +30,10 @@ type podSpot struct {
 	noTemplate, foreign string
 }
 
-// ref names the object as kubectl does, kind/name, with the List item it
-// is, if any.
+// ref names the object as kubectl does, kind/name, after the List item
+// it is, if any.
 func (s podSpot) ref() string {
-	meta := mapGet(s.object, "metadata")
-	ref := mapString(s.object, "kind") + "/" + objectName(meta)
-	if i := strings.Index(s.what, "] "); strings.HasPrefix(s.what, "items[") && i > 0 {
-		ref = s.what[:i+1] + " " + ref
-	}
-	return ref
+	return prefixed(s.item, mapString(s.object, "kind")+"/"+objectName(mapGet(s.object, "metadata")))
 }
 
 type groupKind struct{ group, kind string }
@@ -135,11 +131,11 @@ func findPodsIn(obj *yaml.Node, prefix, ptr string, def typeMeta) ([]podSpot, er
 	path, ok := templatePaths[groupKind{group, kind}]
 	if !ok {
 		if at, found := foreignTemplate(obj, "", 0); found {
-			return []podSpot{{what: prefixed(prefix, what), object: obj, pointer: ptr, foreign: joinPath(at, "spec")}}, nil
+			return []podSpot{{what: prefixed(prefix, what), object: obj, item: prefix, pointer: ptr, foreign: joinPath(at, "spec")}}, nil
 		}
 		return nil, nil
 	}
-	spot := podSpot{what: what, holder: obj, object: obj, isPod: path == nil, path: strings.Join(path, "."),
+	spot := podSpot{what: what, holder: obj, object: obj, item: prefix, isPod: path == nil, path: strings.Join(path, "."),
 		pointer: ptr + pointer(path), namespace: mapString(meta, "namespace")}
 	if ref := mapGet(mapGet(obj, "spec"), "workloadRef"); kind == "Rollout" && ref != nil && mapGet(mapGet(obj, "spec"), "template") == nil {
 		// An Argo Rollout may take its Pods from a Deployment's template

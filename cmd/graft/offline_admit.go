@@ -32,6 +32,8 @@ type admitter struct {
 	sel    *selector
 	// namespace is used for objects that do not name theirs.
 	namespace string
+	// jsonOut: the output is JSON, so the documents' text is not kept.
+	jsonOut bool
 }
 
 // verdict is what the webhook would do with one Pod or Pod template.
@@ -131,7 +133,7 @@ func (a *admitter) injectDocument(d *document, rep *reporter) []error {
 	var ops []patchOp
 	for _, s := range spots {
 		if s.holder == nil {
-			a.reportNoTemplate(d, s, rep)
+			reportNoTemplate(d, s, rep)
 			continue
 		}
 		for _, w := range podWarnings(s) {
@@ -154,7 +156,7 @@ func (a *admitter) injectDocument(d *document, rep *reporter) []error {
 	if len(errs) > 0 || len(ops) == 0 {
 		return errs
 	}
-	why, err := d.patch(ops)
+	why, err := d.patch(ops, !a.jsonOut)
 	if err != nil {
 		return []error{&docError{source: d.source, index: d.index, err: err}}
 	}
@@ -166,7 +168,7 @@ func (a *admitter) injectDocument(d *document, rep *reporter) []error {
 
 // reportNoTemplate reports an object that carries Pods graft does not
 // inject into here.
-func (a *admitter) reportNoTemplate(d *document, s podSpot, rep *reporter) {
+func reportNoTemplate(d *document, s podSpot, rep *reporter) {
 	if s.noTemplate != "" {
 		rep.object(d, s.ref(), s.noTemplate)
 		return
@@ -180,19 +182,9 @@ func (a *admitter) reportNoTemplate(d *document, s podSpot, rep *reporter) {
 // on the document.
 func (a *admitter) admit(spot podSpot) (verdict, error) {
 	var v verdict
+	var body []byte
 	var err error
-	if v.namespace, err = a.namespaceFor(spot); err != nil {
-		return v, err
-	}
-	if v.sel = a.sel.selectFor(v.namespace); v.sel.profile == "" {
-		return v, nil
-	}
-	pod, err := podJSON(spot)
-	if err != nil {
-		return v, err
-	}
-	body, err := a.review(spot, v.namespace, pod)
-	if err != nil {
+	if v.namespace, v.sel, body, err = a.request(spot); err != nil || body == nil {
 		return v, err
 	}
 	out, res, err := a.engine.Admit(nil, body, inject.Options{Profile: v.sel.profile})
@@ -214,12 +206,36 @@ func (a *admitter) admit(spot podSpot) (verdict, error) {
 	if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
 		return v, errors.New("engine response: a patch without patchType JSONPatch")
 	}
-	var podOps []patchOp
-	if err := json.Unmarshal(resp.Patch, &podOps); err != nil {
-		return v, fmt.Errorf("engine patch: %w", err)
-	}
-	v.ops, err = objectOps(spot, podOps)
+	v.ops, err = documentOps(spot, resp.Patch)
 	return v, err
+}
+
+// request is the AdmissionReview the API server would send for the Pod at
+// spot, with the Pod's namespace and its selection; body is nil when the
+// namespace does not select graft.
+func (a *admitter) request(spot podSpot) (ns string, sel selection, body []byte, err error) {
+	if ns, err = a.namespaceFor(spot); err != nil {
+		return "", sel, nil, err
+	}
+	if sel = a.sel.selectFor(ns); sel.profile == "" {
+		return ns, sel, nil, nil
+	}
+	pod, err := podJSON(spot)
+	if err != nil {
+		return "", sel, nil, err
+	}
+	body, err = a.review(spot, ns, pod)
+	return ns, sel, body, err
+}
+
+// documentOps decodes the engine's patch of the Pod at spot into ops on
+// spot's document.
+func documentOps(spot podSpot, patch []byte) ([]patchOp, error) {
+	var podOps []patchOp
+	if err := json.Unmarshal(patch, &podOps); err != nil {
+		return nil, fmt.Errorf("engine patch: %w", err)
+	}
+	return objectOps(spot, podOps)
 }
 
 func decodeResponse(out []byte) (*admissionv1.AdmissionResponse, error) {

@@ -73,7 +73,7 @@ func injectBytes(e *inject.Engine, data []byte, format string) ([]byte, error) {
 	}
 	sel := &selector{defaultProfile: e.DefaultProfile(), profiles: e.Profiles(), assumed: e.DefaultProfile()}
 	sel.declareNamespaces(docs)
-	a := &admitter{engine: e, sel: sel}
+	a := &admitter{engine: e, sel: sel, jsonOut: format == "json"}
 	if err := injectDocuments(a, docs, newReporter(io.Discard, true, docs)); err != nil {
 		return nil, err
 	}

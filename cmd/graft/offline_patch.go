@@ -67,8 +67,9 @@ func objectOps(spot podSpot, podOps []patchOp) ([]patchOp, error) {
 
 // patch applies ops to d. The text gets the change spliced in; where a
 // splice cannot express it, or would not mean exactly the patched
-// document, the document is re-encoded, and patch says why.
-func (d *document) patch(ops []patchOp) (reencoded string, err error) {
+// document, the document is re-encoded, and patch says why. Without
+// keepText (the output is JSON), the text is dropped instead.
+func (d *document) patch(ops []patchOp, keepText bool) (reencoded string, err error) {
 	before, err := nodeJSON(d.node)
 	if err != nil {
 		return "", err
@@ -82,14 +83,20 @@ func (d *document) patch(ops []patchOp) (reencoded string, err error) {
 		return "", fmt.Errorf("patched document: %w", err)
 	}
 	d.changed = true
+	if !keepText {
+		d.text, d.node = nil, &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{updated}}
+		return "", nil
+	}
 	if d.text != nil {
 		spliced, err := spliceOps(d.text, ops)
 		if err == nil {
 			err = sameMeaning(spliced, after)
 		}
 		if err == nil {
+			// The text is the document now; the tree serves -o json, and
+			// the patched JSON keeps every spelling and key order.
 			d.text = spliced
-			d.node = &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{keepOriginal(d.root(), updated)}}
+			d.node = &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{updated}}
 			return "", nil
 		}
 		reencoded = err.Error()
@@ -118,11 +125,11 @@ func (d *document) patch(ops []patchOp) (reencoded string, err error) {
 func sameMeaning(text, want []byte) error {
 	var n yaml.Node
 	if err := yaml.Unmarshal(text, &n); err != nil {
-		return fmt.Errorf("%w: the result does not parse: %v", errNoSplice, err)
+		return fmt.Errorf("%w: the result does not parse: %w", errNoSplice, err)
 	}
 	got, err := nodeJSON(&n)
 	if err != nil {
-		return fmt.Errorf("%w: the result: %v", errNoSplice, err)
+		return fmt.Errorf("%w: the result: %w", errNoSplice, err)
 	}
 	if !jsonEqual(got, want) {
 		return fmt.Errorf("%w: the result means something else", errNoSplice)

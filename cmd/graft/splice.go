@@ -30,16 +30,29 @@ type patchOp struct {
 	Value json.RawMessage `json:"value,omitempty"`
 }
 
-// spliceOps applies ops to the document text, one at a time, each on the
-// text the previous one left.
+// spliceOps applies ops to the document text, each on the text the ones
+// before it left. Consecutive adds of keys to one mapping (the
+// annotations a template sets) are written as one insertion.
 func spliceOps(text []byte, ops []patchOp) ([]byte, error) {
-	for _, op := range ops {
-		var err error
-		if text, err = spliceOp(text, op); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", op.Op, op.Path, err)
+	for len(ops) > 0 {
+		next, n, err := spliceOp(text, ops[:addsToOneParent(ops)])
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", ops[0].Op, ops[0].Path, err)
 		}
+		text, ops = next, ops[n:]
 	}
 	return text, nil
+}
+
+// addsToOneParent counts the adds at the start of ops under one parent.
+func addsToOneParent(ops []patchOp) int {
+	parent := func(p string) string { return p[:strings.LastIndexByte(p, '/')+1] }
+	n := 1
+	for n < len(ops) && ops[0].Op == "add" && ops[n].Op == "add" && ops[n].Path != "" && ops[0].Path != "" &&
+		parent(ops[n].Path) == parent(ops[0].Path) {
+		n++
+	}
+	return n
 }
 
 // textEdit replaces b[start:end] with repl.
@@ -60,30 +73,30 @@ type splicer struct {
 	root *yaml.Node
 }
 
-func spliceOp(text []byte, op patchOp) ([]byte, error) {
+// spliceOp applies the first op of group, or all of them if they add new
+// keys to one block mapping, and says how many it applied. The ops of
+// group share their parent.
+func spliceOp(text []byte, group []patchOp) ([]byte, int, error) {
+	op := group[0]
 	if op.Op != "add" && op.Op != "replace" {
-		return nil, noSplice("op %q", op.Op)
+		return nil, 0, noSplice("op %q", op.Op)
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(text, &doc); err != nil {
-		return nil, noSplice("the text does not parse alone: %v", err)
+		return nil, 0, fmt.Errorf("%w: the text does not parse alone: %w", errNoSplice, err)
 	}
 	if len(doc.Content) != 1 {
-		return nil, noSplice("an empty document")
+		return nil, 0, noSplice("an empty document")
 	}
 	if hasAliases(&doc) {
-		return nil, noSplice("the document uses YAML aliases")
+		return nil, 0, noSplice("the document uses YAML aliases")
 	}
 	tokens, err := pointerTokens(op.Path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if len(tokens) == 0 {
-		return nil, noSplice("an op on the whole document")
-	}
-	value, err := jsonNode(op.Value)
-	if err != nil {
-		return nil, fmt.Errorf("value: %w", err)
+		return nil, 0, noSplice("an op on the whole document")
 	}
 	s := splicer{t: newYAMLText(text), root: doc.Content[0]}
 	// path holds the nodes from the root to the op's parent.
@@ -91,20 +104,29 @@ func spliceOp(text []byte, op patchOp) ([]byte, error) {
 	for _, tok := range tokens[:len(tokens)-1] {
 		c := childNode(path[len(path)-1], tok)
 		if c == nil {
-			return nil, fmt.Errorf("no %q in the document", tok)
+			return nil, 0, fmt.Errorf("no %q in the document", tok)
 		}
 		path = append(path, c)
 	}
 	var e textEdit
-	if i := firstFlow(path); i >= 0 {
+	switch i := firstFlow(path); {
+	case len(group) > 1 && s.newKeys(path, group):
+		if e, err = s.addEntries(path[len(path)-1], group); err != nil {
+			return nil, 0, err
+		}
+		return e.apply(text), len(group), nil
+	case i >= 0:
 		e, err = s.rewriteFlow(path, i, patchOp{Op: op.Op, Path: pointer(tokens[i:]), Value: op.Value})
-	} else {
-		e, err = s.edit(path, tokens[len(tokens)-1], op.Op, value)
+	default:
+		var value *yaml.Node
+		if value, err = jsonNode(op.Value); err == nil {
+			e, err = s.edit(path, tokens[len(tokens)-1], op.Op, value)
+		}
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return e.apply(text), nil
+	return e.apply(text), 1, nil
 }
 
 // edit is an op whose parent is a block collection.
@@ -149,8 +171,59 @@ func (s *splicer) addEntry(m *yaml.Node, key string, value *yaml.Node) (textEdit
 			return s.insertBefore(s.t.headStart(sk.Line-1, 0), lines), nil
 		}
 	}
+	return s.appendEntries(m, lines), nil
+}
+
+// newKeys reports whether the adds are of distinct new keys to the block
+// mapping at the end of path (and none a template's metadata, which
+// goes elsewhere).
+func (s *splicer) newKeys(path []*yaml.Node, adds []patchOp) bool {
+	m := path[len(path)-1]
+	if firstFlow(path) >= 0 || m.Kind != yaml.MappingNode || len(m.Content) == 0 {
+		return false
+	}
+	seen := map[string]bool{}
+	for _, op := range adds {
+		toks, err := pointerTokens(op.Path)
+		if err != nil || len(toks) == 0 {
+			return false
+		}
+		key := toks[len(toks)-1]
+		if k, _ := mapEntry(m, key); k != nil || seen[key] || key == "metadata" {
+			return false
+		}
+		seen[key] = true
+	}
+	return true
+}
+
+// addEntries adds the keys of several adds to the block mapping m, in one
+// insertion after its last entry.
+func (s *splicer) addEntries(m *yaml.Node, adds []patchOp) (textEdit, error) {
+	l := layoutNear(s.t, m, s.root)
+	var lines []string
+	for _, op := range adds {
+		toks, err := pointerTokens(op.Path)
+		if err != nil {
+			return textEdit{}, err
+		}
+		value, err := jsonNode(op.Value)
+		if err != nil {
+			return textEdit{}, err
+		}
+		entry, err := l.entryLines(strNode(toks[len(toks)-1]), value, m.Content[0].Column-1)
+		if err != nil {
+			return textEdit{}, err
+		}
+		lines = append(lines, entry...)
+	}
+	return s.appendEntries(m, lines), nil
+}
+
+// appendEntries inserts lines after the last entry of the block mapping m.
+func (s *splicer) appendEntries(m *yaml.Node, lines []string) textEdit {
 	last := m.Content[len(m.Content)-2]
-	return s.insertAfter(s.t.extentEnd(last.Line-1, last.Column, false), lines), nil
+	return s.insertAfter(s.t.extentEnd(last.Line-1, last.Column, false), lines)
 }
 
 // addItem inserts value at idx of the block sequence seq.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -83,6 +84,9 @@ func isInline(n *yaml.Node) bool {
 // inlineLines renders an inline node. A block scalar takes more lines;
 // those are indented under indent, the indentation of its key or dash.
 func inlineLines(n *yaml.Node, indent int) ([]string, error) {
+	if n.Kind == yaml.ScalarNode && n.Style == 0 && isPlain(n) {
+		return []string{n.Value}, nil
+	}
 	c := *n // comments are not carried into what graft writes
 	c.HeadComment, c.LineComment, c.FootComment = "", "", ""
 	if c.Kind != yaml.ScalarNode && len(c.Content) == 0 {
@@ -92,10 +96,10 @@ func inlineLines(n *yaml.Node, indent int) ([]string, error) {
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
 	if err := enc.Encode(&c); err != nil {
-		return nil, noSplice("encode: %v", err)
+		return nil, fmt.Errorf("%w: encode: %w", errNoSplice, err)
 	}
 	if err := enc.Close(); err != nil {
-		return nil, noSplice("encode: %v", err)
+		return nil, fmt.Errorf("%w: encode: %w", errNoSplice, err)
 	}
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
 	if c.Kind != yaml.ScalarNode && len(lines) > 1 {
@@ -211,3 +215,39 @@ func (l layout) valueLines(v *yaml.Node, indent int) ([]string, error) {
 	lines[0] = lines[0][indent:]
 	return lines, nil
 }
+
+// isPlain reports whether the scalar n can be written as its value, plain,
+// and read back the same by YAML 1.1 and 1.2 readers alike: a number,
+// boolean or null as JSON spells it, or a string of common characters
+// that starts with a letter and is no reserved word. (Others go through
+// the YAML encoder, which knows every rule; this is the common case made
+// cheap.)
+func isPlain(n *yaml.Node) bool {
+	v := n.Value
+	switch n.Tag {
+	case "!!int", "!!float", "!!bool", "!!null":
+		return jsonNumberRE.MatchString(v) || v == "true" || v == "false" || v == "null"
+	case "!!str":
+	default:
+		return false
+	}
+	if v == "" || !isASCIILetter(v[0]) {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case isASCIILetter(c), c >= '0' && c <= '9', strings.IndexByte("-_./=@+", c) >= 0:
+		case c == ':' && i+1 < len(v) && v[i+1] != ' ':
+		default:
+			return false
+		}
+	}
+	switch strings.ToLower(v) {
+	case "true", "false", "yes", "no", "on", "off", "y", "n", "null":
+		return false
+	}
+	return true
+}
+
+func isASCIILetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }

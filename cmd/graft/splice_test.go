@@ -31,6 +31,18 @@ func TestSpliceOps(t *testing.T) {
 			want: "metadata:\n  name: web\n  labels:\n    app: web\n  annotations:\n    a: \"1\"\nspec: {}\n",
 		},
 		{
+			name: "several new keys of one mapping: one insertion, in order",
+			in:   "metadata:\n  annotations:\n    a: x\n  name: web\n",
+			ops:  `[{"op":"add","path":"/metadata/annotations/b","value":"2"},{"op":"add","path":"/metadata/annotations/c","value":"v"}]`,
+			want: "metadata:\n  annotations:\n    a: x\n    b: \"2\"\n    c: v\n  name: web\n",
+		},
+		{
+			name: "several new keys of a flow mapping: the first makes it block, the others join",
+			in:   "metadata: {annotations: {a: x}, name: web}\n",
+			ops:  `[{"op":"add","path":"/metadata/annotations/b","value":"2"},{"op":"add","path":"/metadata/annotations/c","value":"v"}]`,
+			want: "metadata:\n  annotations:\n    a: x\n    b: \"2\"\n    c: v\n  name: web\n",
+		},
+		{
 			name: "compact lists stay compact",
 			in:   "spec:\n  containers:\n  - name: app\n    env:\n    - name: A\n      value: x\n  volumes:\n  - name: v\n",
 			ops: `[{"op":"add","path":"/spec/containers/0/env/-","value":{"name":"B","value":"z"}},
@@ -191,7 +203,7 @@ func TestPatchReencodesWhatCannotBeSpliced(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := docs[0]
-	why, err := d.patch(ops(t, `[{"op":"add","path":"/spec/containers/-","value":{"name":"b"}},{"op":"remove","path":"/spec/containers/0/image"}]`))
+	why, err := d.patch(ops(t, `[{"op":"add","path":"/spec/containers/-","value":{"name":"b"}},{"op":"remove","path":"/spec/containers/0/image"}]`), true)
 	if err != nil {
 		t.Fatal(err)
 	}

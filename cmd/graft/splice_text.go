@@ -14,7 +14,7 @@ import (
 var errNoSplice = errors.New("cannot be spliced into the text")
 
 func noSplice(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errNoSplice, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: "+format, append([]any{errNoSplice}, args...)...)
 }
 
 // yamlText is one YAML document's text, indexed by line, with the
