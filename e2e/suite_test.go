@@ -22,6 +22,9 @@ type suite struct {
 	shipped   *cluster.Shipped
 	webhook   *admissionv1.MutatingWebhookConfiguration // as registered
 	templates []string                                  // built-in template names
+	// templatesDir holds the suite's own templates (graft serve's
+	// --templates-dir, through the config file).
+	templatesDir string
 	// serverVersion is what kube-apiserver reports, e.g. v1.36.3.
 	serverVersion string
 }
@@ -35,8 +38,9 @@ func templateProfile(tpl string) string { return "e2e-" + tpl }
 // as the default profile served on /inject, and two profiles exercising
 // options), plus one profile per built-in template. The suite's
 // expectations therefore do not move when the catalogue or the shipped
-// default profile changes.
-func graftConfig() ([]byte, error) {
+// default profile changes. templatesDir (see writeSuiteTemplates) adds
+// the suite's own templates and their profiles.
+func graftConfig(templatesDir string) ([]byte, error) {
 	set, err := templates.Builtin()
 	if err != nil {
 		return nil, fmt.Errorf("built-in templates: %w", err)
@@ -49,7 +53,19 @@ func graftConfig() ([]byte, error) {
 	for _, name := range set.Names() {
 		cfg.Profiles[templateProfile(name)] = inject.Profile{Templates: []string{name}}
 	}
-	return yaml.Marshal(cfg)
+	cfg.Profiles[renderProfile] = inject.Profile{Templates: []string{renderTemplateName}}
+	doc := configFile{Config: cfg}
+	doc.Server.TemplatesDir = templatesDir
+	return yaml.Marshal(doc)
+}
+
+// configFile is graft's configuration file: the engine's configuration at
+// the top level, and the one server setting the suite makes.
+type configFile struct {
+	inject.Config
+	Server struct {
+		TemplatesDir string `json:"templatesDir"`
+	} `json:"server"`
 }
 
 func startSuite(ctx context.Context, opts cluster.Options) (*suite, error) {

@@ -80,22 +80,26 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 	if len(s.edits) == 0 {
 		return skip(dst, rv, ReasonAlreadyInjected, &res), res, nil
 	}
-	s.key = shapeKey(s.key[:0], pl.id, s)
-	pt := e.impl.shapes.get(s.key)
-	if pt == nil {
-		if pt, err = buildTemplate(pl, s); err != nil {
+	s.shapeKey = appendShapeKey(s.shapeKey[:0], pl.id, s)
+	rc := e.impl.shapes.get(s.shapeKey)
+	if rc == nil {
+		if rc, err = compileRecipe(pl, s); err != nil {
 			return e.fail(dst, rv, ps, ReasonInternal, &res), res, nil
 		}
-		e.impl.shapes.put(s.key, pt)
+		e.impl.shapes.put(s.shapeKey, rc)
 	}
-	s.patch = appendPatch(s.patch[:0], pt, pl, s)
+	s.tokenVolume = p.tokenVolume()
+	if v, ok := p.annotation(annotationLimits); ok && s.injectsContainers() {
+		s.resourced = limitRangeDefaults(pl, p, v, s)
+	}
+	s.patch = appendPatch(s.patch[:0], rc, pl, s)
 	if e.late(o.Deadline) {
 		return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil
 	}
 
 	res.Decision = DecisionInject
 	res.Templates = pl.templates
-	res.PatchOps = len(pt.ops)
+	res.PatchOps = len(rc.ops)
 	res.PatchBytes = len(s.patch)
 	w := responseWriter{dst: dst}
 	w.begin(rv, true)

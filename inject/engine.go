@@ -7,8 +7,6 @@ import (
 	"errors"
 	"slices"
 	"time"
-
-	"github.com/graftdev/graft/templates"
 )
 
 // Errors returned by Admit for requests that are not an AdmissionReview the
@@ -33,7 +31,6 @@ type Options struct {
 // change configuration or templates and swap it in atomically.
 type Engine struct {
 	cfg  Config
-	set  *templates.Set
 	now  func() time.Time
 	impl *engineState
 }

@@ -3,6 +3,7 @@ package inject
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -42,7 +43,7 @@ func (e *Engine) entryFor(ps *profileState, p *pod, s *scratch) (*planEntry, err
 	if !p.hasGraftAnnotations() {
 		return ps.def, nil
 	}
-	key := append(s.key[:0], ps.name...)
+	key := append(s.planKey[:0], ps.name...)
 	for _, a := range p.annotationKeys {
 		if strings.HasPrefix(a.key, graftPrefix) && a.key != annotationStatus {
 			key = append(key, 0)
@@ -51,7 +52,7 @@ func (e *Engine) entryFor(ps *profileState, p *pod, s *scratch) (*planEntry, err
 			key = append(key, a.value...)
 		}
 	}
-	s.key = key
+	s.planKey = key
 	c := &e.impl.plans
 	c.mu.RLock()
 	ent := c.m[string(key)]
@@ -71,40 +72,31 @@ func (e *Engine) entryFor(ps *profileState, p *pod, s *scratch) (*planEntry, err
 	return ent, nil
 }
 
-// hasGraftAnnotations reports whether the Pod chooses templates or sets
-// parameters.
-func (p *pod) hasGraftAnnotations() bool {
-	for _, a := range p.annotationKeys {
-		if strings.HasPrefix(a.key, graftPrefix) && a.key != annotationStatus {
-			return true
-		}
-	}
-	return false
-}
-
 // entryForAnnotations decides templates and parameters from the Pod's
 // annotations and renders the plan. Slow path: allocates freely.
 func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, error) {
 	var warnings []string
-	names := ps.cfg.Templates
+	chosen := ps.templates
+	selection := "" // graft.dev/templates, when it chose the templates
 	if raw, ok := p.annotation(annotationTemplates); ok {
 		val, err := unquoteRaw(raw, strings.Contains(raw, `\`))
 		if err != nil {
 			return nil, err
 		}
-		chosen, problem := selectTemplates(ps.cfg, val)
+		sel, problem := ps.selectTemplates(val)
 		switch {
 		case problem == "":
-			names = chosen
+			chosen, selection = sel, strings.Clone(val)
 		case ps.cfg.OnInvalidParams == InvalidDeny:
 			return &planEntry{denyMsg: problem, reason: ReasonTemplateSelection}, nil
 		default:
 			warnings = append(warnings, problem+"; using the profile's templates")
 		}
 	}
-	if len(names) == 0 {
+	if len(chosen) == 0 {
 		return &planEntry{skip: true}, nil
 	}
+	names := templateNames(chosen)
 	overrides := map[string]map[string]string{}
 	for _, a := range p.annotationKeys {
 		rest, ok := strings.CutPrefix(a.key, graftPrefix)
@@ -112,14 +104,17 @@ func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, erro
 			continue
 		}
 		tmplName, param, ok := strings.Cut(rest, ".")
-		if !ok || !slices.Contains(names, tmplName) {
+		if !ok {
+			continue
+		}
+		t := findTemplate(chosen, tmplName)
+		if t == nil {
 			continue
 		}
 		val, err := unquoteRaw(a.value, strings.Contains(a.value, `\`))
 		if err != nil {
 			return nil, err
 		}
-		t, _ := e.set.Get(tmplName)
 		prm, ok := t.Param(param)
 		if !ok {
 			problem := fmt.Sprintf("annotation %s: template %s has no parameter %q", a.key, tmplName, param)
@@ -137,16 +132,18 @@ func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, erro
 			warnings = append(warnings, perr.Error()+"; using the default")
 			continue
 		}
-		if overrides[tmplName] == nil {
-			overrides[tmplName] = map[string]string{}
+		if overrides[t.Name] == nil {
+			overrides[t.Name] = map[string]string{}
 		}
-		overrides[tmplName][param] = val
+		// The value lands in a cached entry (ParamValue), which outlives
+		// the body it was read from.
+		overrides[t.Name][prm.Name] = strings.Clone(val)
 	}
-	ent, err := e.buildEntry(ps, names, overrides)
+	ent, more, err := e.buildForPod(ps, chosen, overrides, selection)
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range warnings {
+	for _, w := range append(warnings, more...) {
 		ent.warnings = append(ent.warnings, appendJSONString(nil, shortWarning("graft: "+w)))
 	}
 	return ent, nil
@@ -154,37 +151,134 @@ func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, erro
 
 // selectTemplates parses a graft.dev/templates value against what the
 // profile allows. problem is empty when the selection is valid.
-func selectTemplates(p Profile, val string) (names []string, problem string) {
-	allowed := p.AllowedTemplates
-	if len(allowed) == 0 {
-		allowed = p.Templates
-	}
+func (ps *profileState) selectTemplates(val string) (chosen []*templates.Template, problem string) {
 	for _, n := range strings.Split(val, ",") {
 		n = strings.TrimSpace(n)
 		if n == "" {
 			continue
 		}
-		if !slices.Contains(allowed, n) {
+		t := findTemplate(ps.allowed, n)
+		if t == nil {
 			return nil, fmt.Sprintf("annotation %s=%q: template %q is not allowed here (allowed: %s)",
-				annotationTemplates, val, n, strings.Join(allowed, ", "))
+				annotationTemplates, val, n, strings.Join(templateNames(ps.allowed), ", "))
 		}
-		if !slices.Contains(names, n) {
-			names = append(names, n)
+		if !slices.Contains(chosen, t) {
+			chosen = append(chosen, t)
 		}
 	}
-	return names, ""
+	return chosen, ""
 }
 
-// buildEntry renders names with the profile's parameters overlaid by the
-// Pod's overrides.
-func (e *Engine) buildEntry(ps *profileState, names []string, overrides map[string]map[string]string) (*planEntry, error) {
+// findTemplate returns the template of that name in ts, or nil.
+func findTemplate(ts []*templates.Template, name string) *templates.Template {
+	for _, t := range ts {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// templateNames lists the names of ts. They are the set's own strings,
+// never the request's, so cached plans may keep them.
+func templateNames(ts []*templates.Template) []string {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Name
+	}
+	return names
+}
+
+// buildForPod builds the entry for a Pod's templates and parameter
+// overrides. Every render is validated (Render, then the templates against
+// each other); the profile's own values passed in New, so a render that
+// fails is the Pod's doing: answered per onInvalidParams with a message
+// naming the annotations that changed the failing templates' values, and
+// never cached as a plan. The warnings are for the response.
+func (e *Engine) buildForPod(ps *profileState, chosen []*templates.Template, overrides map[string]map[string]string, selection string) (*planEntry, []string, error) {
+	deny := ps.cfg.OnInvalidParams == InvalidDeny
+	var warnings []string
+	for {
+		ent, err := e.buildEntry(ps, chosen, overrides)
+		bad := invalidRender(err)
+		if bad == nil {
+			return ent, warnings, err
+		}
+		blamed := ps.blame(chosen, overrides, bad)
+		if len(blamed) == 0 {
+			// No value the Pod set: the templates it selected clash.
+			if selection == "" {
+				return nil, nil, err
+			}
+			problem := fmt.Sprintf("annotation %s=%q: %s", annotationTemplates, selection, err.Error())
+			if deny {
+				return &planEntry{denyMsg: problem, reason: ReasonTemplateSelection, names: templateNames(chosen)}, nil, nil
+			}
+			def := *ps.def
+			return &def, append(warnings, problem+"; using the profile's templates"), nil
+		}
+		if deny {
+			return &planEntry{denyMsg: blamed + ": " + err.Error(), reason: ReasonInvalidParams, names: templateNames(chosen)}, nil, nil
+		}
+		warnings = append(warnings, blamed+" ignored: "+err.Error())
+		for _, t := range bad {
+			delete(overrides, t)
+		}
+	}
+}
+
+// invalidRender returns the templates a failed build is about when the
+// rendered fragments are at fault (invalid for the API server, or
+// clashing), and nil for any other error.
+func invalidRender(err error) []string {
+	if re, ok := errors.AsType[*templates.RenderError](err); ok {
+		return []string{re.Template}
+	}
+	if ce, ok := errors.AsType[*conflictError](err); ok {
+		return []string{ce.first, ce.second}
+	}
+	return nil
+}
+
+// blame names the overrides of the templates called names that change a
+// value from the profile's: `annotation graft.dev/<t>.<p>="v"`, or
+// `annotations ...` for several; "" when there are none.
+func (ps *profileState) blame(chosen []*templates.Template, overrides map[string]map[string]string, names []string) string {
+	var out []string
+	for _, n := range names {
+		t := findTemplate(chosen, n)
+		for _, pn := range slices.Sorted(maps.Keys(overrides[n])) {
+			v := overrides[n][pn]
+			if prm, ok := t.Param(pn); ok && v != ps.baseValue(n, prm) {
+				out = append(out, fmt.Sprintf("%s=%q", t.AnnotationKey(pn), v))
+			}
+		}
+	}
+	switch len(out) {
+	case 0:
+		return ""
+	case 1:
+		return "annotation " + out[0]
+	}
+	return "annotations " + strings.Join(out, ", ")
+}
+
+// baseValue is what parameter prm of template tmpl is without the Pod's
+// annotation: the profile's value, else the default.
+func (ps *profileState) baseValue(tmpl string, prm *templates.Param) string {
+	if v, ok := ps.cfg.Params[tmpl][prm.Name]; ok {
+		return v
+	}
+	return prm.Default
+}
+
+// buildEntry renders tmpls with the profile's parameters overlaid by the
+// Pod's overrides (template name -> parameter -> value).
+func (e *Engine) buildEntry(ps *profileState, tmpls []*templates.Template, overrides map[string]map[string]string) (*planEntry, error) {
 	params := map[string]map[string]string{}
 	var sources []ParamValue
-	for _, n := range names {
-		t, ok := e.set.Get(n)
-		if !ok {
-			return nil, fmt.Errorf("unknown template %q", n)
-		}
+	for _, t := range tmpls {
+		n := t.Name
 		vals := map[string]string{}
 		for _, prm := range t.Params {
 			v, src := prm.Default, "default"
@@ -206,7 +300,7 @@ func (e *Engine) buildEntry(ps *profileState, names []string, overrides map[stri
 		}
 		params[n] = vals
 	}
-	pl, err := buildPlan(e.impl.nextPlanID.Add(1), e.set, names, params)
+	pl, err := buildPlan(e.impl.nextPlanID.Add(1), tmpls, params)
 	if err != nil {
 		var perr *templates.ParamError
 		if errors.As(err, &perr) {

@@ -23,6 +23,8 @@ func goldenConfig() Config {
 	cfg.Profiles["agent"] = Profile{Templates: []string{"agent"}}
 	cfg.Profiles["lenient"] = Profile{Templates: []string{"agent"}, OnInvalidParams: InvalidUseDefault}
 	cfg.Profiles["hostnet"] = Profile{Templates: []string{"agent"}, InjectHostNetwork: true}
+	cfg.Profiles["classic"] = Profile{Templates: []string{"classic-sidecar"}}
+	cfg.Profiles["token-aware"] = Profile{Templates: []string{"token-aware", "agent"}}
 	return cfg
 }
 

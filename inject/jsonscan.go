@@ -1,10 +1,8 @@
 package inject
 
 import (
-	"encoding/binary"
 	"errors"
 	"strings"
-	"unsafe"
 
 	"github.com/bytedance/sonic/ast"
 )
@@ -83,9 +81,12 @@ func (sc *scanner) str() (raw string, escaped bool, err error) {
 	}
 }
 
-// load64 reads s[i:i+8] as a little-endian word; the caller checks bounds.
+// load64 reads s[i:i+8] as a little-endian word. The compiler merges the
+// eight byte loads into one, so this needs no unsafe.
 func load64(s string, i int) uint64 {
-	return binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 const (
@@ -170,32 +171,12 @@ func (sc *scanner) skipComposite() error {
 	}
 	// The value must start where the scanner stands and end inside the
 	// text: anything else means sonic read past garbage.
-	start := int(uintptr(unsafe.Pointer(unsafe.StringData(raw))) - uintptr(unsafe.Pointer(unsafe.StringData(sc.s))))
-	if start != sc.i || start+len(raw) > len(sc.s) {
+	start, ok := offsetIn(sc.s, raw)
+	if !ok || start != sc.i {
 		return errSyntax
 	}
 	sc.i = start + len(raw)
 	return nil
-}
-
-// sonicNode mirrors the layout of ast.Node in the pinned sonic version
-// (v1.15.5). Node.Raw would give the same string but makes the node escape
-// to the heap; TestSonicNodeLayout keeps this mirror honest.
-type sonicNode struct {
-	t int
-	l uint
-	p unsafe.Pointer
-	m unsafe.Pointer
-}
-
-const sonicRawFlag = 1 << 8
-
-func rawSpan(n *ast.Node) (string, bool) {
-	m := (*sonicNode)(unsafe.Pointer(n))
-	if m.t&sonicRawFlag == 0 || m.p == nil {
-		return "", false
-	}
-	return unsafe.String((*byte)(m.p), m.l), true
 }
 
 // Iteration over objects and arrays. Usage:
@@ -245,6 +226,59 @@ func (sc *scanner) key() (string, bool, error) {
 	return k, esc, nil
 }
 
-// str2b and b2s convert without copying. The engine reads the request body
-// only during a call, so strings made this way never outlive it.
-func b2s(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+// eachKey calls fn for each key of the object at sc, with sc positioned at
+// the value; fn must consume it. A null object has no keys.
+func eachKey(sc *scanner, fn func(key string) error) error {
+	if sc.isNull() {
+		return nil
+	}
+	if err := sc.open('{'); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		more, err := sc.next('}', first)
+		if err != nil || !more {
+			return err
+		}
+		k, _, err := sc.key()
+		if err != nil {
+			return err
+		}
+		if err := fn(k); err != nil {
+			return err
+		}
+	}
+}
+
+// eachElem calls fn for each element of the array at sc; fn must consume it.
+func eachElem(sc *scanner, fn func() error) error {
+	if err := sc.open('['); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		more, err := sc.next(']', first)
+		if err != nil || !more {
+			return err
+		}
+		if err := fn(); err != nil {
+			return err
+		}
+	}
+}
+
+// member reads the presence of a map or list value, consuming a null.
+func member(sc *scanner) presence {
+	if sc.isNull() {
+		return isNull
+	}
+	return present
+}
+
+// optString reads a string or null.
+func optString(sc *scanner) (string, error) {
+	if sc.isNull() {
+		return "", nil
+	}
+	s, _, err := sc.str()
+	return s, err
+}

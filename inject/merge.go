@@ -209,24 +209,6 @@ func (s *scratch) appendMissingMounts(ci int, c *container, have []mount, want [
 	s.endEdit(e)
 }
 
-func (p *pod) hasContainer(name string) bool {
-	for i := range p.containers {
-		if p.containers[i].name == name {
-			return true
-		}
-	}
-	return false
-}
-
-func (p *pod) hasInit(name string) bool {
-	for i := range p.initContainers {
-		if p.initContainers[i].name == name {
-			return true
-		}
-	}
-	return false
-}
-
 func contains(list []string, name string) bool {
 	for _, n := range list {
 		if n == name {

@@ -3,10 +3,8 @@ package inject
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/graftdev/graft/templates"
 )
@@ -20,38 +18,18 @@ type engineState struct {
 	shapes       shapeCache
 	plans        planCache
 	nextPlanID   atomic.Uint32
-	pool         sync.Pool // *scratch
+	scratch      scratchPool
 }
 
 type profileState struct {
 	name string
 	cfg  Profile
+	// templates are cfg.Templates and allowed the templates a Pod may
+	// choose with graft.dev/templates (cfg.AllowedTemplates, or the
+	// profile's own when that is empty), resolved from the set once, in New.
+	templates, allowed []*templates.Template
 	// def is the plan for Pods without graft annotations.
 	def *planEntry
-}
-
-// scratch is per-request working memory, pooled. Slices are truncated, not
-// freed, so steady-state requests do not allocate.
-type scratch struct {
-	rv      review
-	pod     pod
-	edits   []edit
-	inserts []insert
-	notices []notice
-	refsBuf []int
-	key     []byte
-	patch   []byte
-}
-
-func (s *scratch) reset() {
-	s.rv = review{}
-	s.pod.reset()
-	s.edits = s.edits[:0]
-	s.inserts = s.inserts[:0]
-	s.notices = s.notices[:0]
-	s.refsBuf = s.refsBuf[:0]
-	s.key = s.key[:0]
-	s.patch = s.patch[:0]
 }
 
 // New builds an Engine from cfg and the template set. It renders every
@@ -61,11 +39,14 @@ func New(cfg Config, set *templates.Set, opts ...EngineOption) (*Engine, error) 
 	if set == nil {
 		return nil, fmt.Errorf("%w: no template set", ErrConfig)
 	}
+	if err := checkSonicNode(); err != nil {
+		return nil, err
+	}
 	cfg = cfg.clone()
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, set: set, now: time.Now, impl: &engineState{
+	e := &Engine{cfg: cfg, now: time.Now, impl: &engineState{
 		profiles: make(map[string]*profileState, len(cfg.Profiles)),
 		excluded: cfg.ExcludedNamespaces,
 	}}
@@ -73,17 +54,21 @@ func New(cfg Config, set *templates.Set, opts ...EngineOption) (*Engine, error) 
 		o(e)
 	}
 	st := e.impl
-	st.shapes.m = make(map[string]*patchTemplate)
+	st.shapes.m = make(map[string]*patchRecipe)
 	st.plans.m = make(map[string]*planEntry)
-	st.pool.New = func() any { return new(scratch) }
 	for name, p := range cfg.Profiles {
-		for _, t := range append(slices.Clone(p.Templates), p.AllowedTemplates...) {
-			if _, ok := set.Get(t); !ok {
-				return nil, fmt.Errorf("%w: profile %q: unknown template %q", ErrConfig, name, t)
+		ps := &profileState{name: name, cfg: p}
+		var err error
+		if ps.templates, err = resolveTemplates(set, p.Templates); err != nil {
+			return nil, fmt.Errorf("%w: profile %q: %w", ErrConfig, name, err)
+		}
+		ps.allowed = ps.templates
+		if len(p.AllowedTemplates) > 0 {
+			if ps.allowed, err = resolveTemplates(set, p.AllowedTemplates); err != nil {
+				return nil, fmt.Errorf("%w: profile %q: %w", ErrConfig, name, err)
 			}
 		}
-		ps := &profileState{name: name, cfg: p}
-		def, err := e.buildEntry(ps, p.Templates, nil)
+		def, err := e.buildEntry(ps, ps.templates, nil)
 		if err != nil {
 			return nil, fmt.Errorf("%w: profile %q: %w", ErrConfig, name, err)
 		}
@@ -96,6 +81,19 @@ func New(cfg Config, set *templates.Set, opts ...EngineOption) (*Engine, error) 
 	}
 	slices.Sort(st.profileNames)
 	return e, nil
+}
+
+// resolveTemplates looks names up in set, in order.
+func resolveTemplates(set *templates.Set, names []string) ([]*templates.Template, error) {
+	out := make([]*templates.Template, 0, len(names))
+	for _, n := range names {
+		t, ok := set.Get(n)
+		if !ok {
+			return nil, fmt.Errorf("unknown template %q", n)
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 func (e *Engine) profile(name string) (*profileState, error) {
@@ -136,20 +134,9 @@ func (e *Engine) Fail(dst, body []byte, o Options, reason Reason) ([]byte, Resul
 	return e.fail(dst, &s.rv, ps, reason, &res), res, nil
 }
 
-func (e *Engine) getScratch() *scratch { return e.impl.pool.Get().(*scratch) }
+func (e *Engine) getScratch() *scratch { return e.impl.scratch.get() }
 
-func (e *Engine) putScratch(s *scratch) {
-	s.reset()
-	e.impl.pool.Put(s)
-}
-
-// s2b returns the bytes of s without copying; callers must not modify them.
-func s2b(s string) []byte {
-	if s == "" {
-		return nil
-	}
-	return unsafe.Slice(unsafe.StringData(s), len(s))
-}
+func (e *Engine) putScratch(s *scratch) { e.impl.scratch.put(s) }
 
 func (c Config) clone() Config {
 	out := c

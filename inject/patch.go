@@ -18,12 +18,12 @@ import (
 // jsondiff (with LCS, so an insert at index 0 is one op) decides the
 // minimal ops once per skeleton shape. A shape does not depend on list
 // lengths, so a Pod with 5,000 env vars costs the same diff as one with
-// five, and the cache stays small. The ops are cached as templates and
+// five, and the cache stays small. The ops are cached as a recipe and
 // replayed with the rendered elements' bytes and the request's own indices,
 // so the request path does not diff, marshal or allocate.
 
-// opTemplate is one cached patch operation.
-type opTemplate struct {
+// opRecipe is one cached patch operation.
+type opRecipe struct {
 	op   string // "add" or "replace"
 	edit int    // index into scratch.edits
 	// ref >= 0: the op inserts that element into a list; its index is the
@@ -39,28 +39,30 @@ type segment struct {
 	ref int // element ref when lit is nil
 }
 
-type patchTemplate struct{ ops []opTemplate }
+// patchRecipe is the ops jsondiff chose for one skeleton shape, ready to
+// replay for any request of that shape (appendPatch).
+type patchRecipe struct{ ops []opRecipe }
 
-// shapeCache maps a skeleton shape key to its patch template. It is bounded:
+// shapeCache maps a skeleton shape key to its patch recipe. It is bounded:
 // past maxShapes new shapes are diffed per request and not stored.
 type shapeCache struct {
 	mu sync.RWMutex
-	m  map[string]*patchTemplate
+	m  map[string]*patchRecipe
 }
 
 const maxShapes = 4096
 
-func (c *shapeCache) get(key []byte) *patchTemplate {
+func (c *shapeCache) get(key []byte) *patchRecipe {
 	c.mu.RLock()
-	pt := c.m[string(key)]
+	rc := c.m[string(key)]
 	c.mu.RUnlock()
-	return pt
+	return rc
 }
 
-func (c *shapeCache) put(key []byte, pt *patchTemplate) {
+func (c *shapeCache) put(key []byte, rc *patchRecipe) {
 	c.mu.Lock()
 	if len(c.m) < maxShapes {
-		c.m[string(key)] = pt
+		c.m[string(key)] = rc
 	}
 	c.mu.Unlock()
 }
@@ -68,9 +70,9 @@ func (c *shapeCache) put(key []byte, pt *patchTemplate) {
 // runMarker stands for a run of existing elements in a shape key.
 const runMarker = 0xff
 
-// shapeKey encodes everything that decides the ops: the plan, and for each
+// appendShapeKey encodes everything that decides the ops: the plan, and for each
 // edit its target, state and the order of existing runs and inserts.
-func shapeKey(dst []byte, planID uint32, s *scratch) []byte {
+func appendShapeKey(dst []byte, planID uint32, s *scratch) []byte {
 	dst = binary.AppendUvarint(dst, uint64(planID))
 	for i := range s.edits {
 		e := &s.edits[i]
@@ -168,9 +170,9 @@ const (
 	runPrefix   = "\x00run:"
 )
 
-// buildTemplate diffs the skeleton for the current edits with jsondiff and
-// turns the ops into a template. It runs once per shape.
-func buildTemplate(pl *plan, s *scratch) (*patchTemplate, error) {
+// compileRecipe diffs the skeleton for the current edits with jsondiff and
+// turns the ops into a recipe. It runs once per shape.
+func compileRecipe(pl *plan, s *scratch) (*patchRecipe, error) {
 	src := map[string]any{}
 	dst := map[string]any{}
 	for i := range s.edits {
@@ -229,7 +231,7 @@ func buildTemplate(pl *plan, s *scratch) (*patchTemplate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("internal: diff skeleton: %w", err)
 	}
-	pt := &patchTemplate{}
+	rc := &patchRecipe{}
 	for _, op := range ops {
 		if op.Type != jsondiff.OperationAdd && op.Type != jsondiff.OperationReplace {
 			return nil, fmt.Errorf("internal: skeleton diff produced %s at %s", op.Type, op.Path)
@@ -248,19 +250,19 @@ func buildTemplate(pl *plan, s *scratch) (*patchTemplate, error) {
 		if err != nil {
 			return nil, err
 		}
-		t := opTemplate{op: op.Type, edit: ei, ref: -1, segs: segs}
+		r := opRecipe{op: op.Type, edit: ei, ref: -1, segs: segs}
 		if !s.edits[ei].isMap() && tail != "" {
 			// An element added to a list: its index is request-specific.
 			if len(segs) != 1 || segs[0].lit != nil {
 				return nil, fmt.Errorf("internal: list op %s %s does not add one of graft's elements", op.Type, op.Path)
 			}
-			t.ref = segs[0].ref
+			r.ref = segs[0].ref
 		} else if tail != "" {
-			t.tail = string(appendEscaped([]byte("/"), tail))
+			r.tail = string(appendEscaped([]byte("/"), tail))
 		}
-		pt.ops = append(pt.ops, t)
+		rc.ops = append(rc.ops, r)
 	}
-	return pt, nil
+	return rc, nil
 }
 
 // splitTokens cuts a marshalled value at its reference tokens.
@@ -292,11 +294,11 @@ func splitTokens(val []byte) ([]segment, error) {
 	}
 }
 
-// appendPatch replays pt for the request in s with pl's element bytes.
-func appendPatch(dst []byte, pt *patchTemplate, pl *plan, s *scratch) []byte {
+// appendPatch replays rc for the request in s with pl's element bytes.
+func appendPatch(dst []byte, rc *patchRecipe, pl *plan, s *scratch) []byte {
 	dst = append(dst, '[')
-	for i := range pt.ops {
-		op := &pt.ops[i]
+	for i := range rc.ops {
+		op := &rc.ops[i]
 		e := &s.edits[op.edit]
 		if i > 0 {
 			dst = append(dst, ',')
@@ -316,7 +318,7 @@ func appendPatch(dst []byte, pt *patchTemplate, pl *plan, s *scratch) []byte {
 			if sg.lit != nil {
 				dst = append(dst, sg.lit...)
 			} else {
-				dst = append(dst, pl.byRef[sg.ref].raw...)
+				dst = s.appendElement(dst, pl.byRef[sg.ref])
 			}
 		}
 		dst = append(dst, '}')
@@ -333,5 +335,5 @@ func (e *edit) insertPos(s *scratch, ref int) int {
 			return in.pos
 		}
 	}
-	return -1 // unreachable: templates are built from the same shape
+	return -1 // unreachable: recipes are compiled from the same shape
 }

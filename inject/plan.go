@@ -3,7 +3,6 @@ package inject
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -42,6 +41,8 @@ type element struct {
 	raw       []byte
 	// ref indexes plan.refs: how a patch refers to this element.
 	ref int
+	// token says where a container's ServiceAccount token mount goes.
+	token tokenSplice
 }
 
 // isOwn reports whether a container of that name is one graft injects.
@@ -71,22 +72,20 @@ func (pl *plan) elements() []*element {
 }
 
 // buildPlan renders the templates with their parameters. params holds, per
-// template, the values that override defaults (profile, then annotation).
-func buildPlan(id uint32, set *templates.Set, names []string, params map[string]map[string]string) (*plan, error) {
-	pl := &plan{id: id, templates: slices.Clone(names)}
+// template name, the values that override defaults (profile, then annotation).
+func buildPlan(id uint32, tmpls []*templates.Template, params map[string]map[string]string) (*plan, error) {
+	names := templateNames(tmpls)
+	pl := &plan{id: id, templates: names}
 	seen := map[string]string{} // "kind/name" -> template
 	claim := func(kind, name, tmpl string) error {
 		if prev, dup := seen[kind+"/"+name]; dup {
-			return fmt.Errorf("templates %s and %s both inject %s %q", prev, tmpl, kind, name)
+			return &conflictError{first: prev, second: tmpl, kind: kind, name: name}
 		}
 		seen[kind+"/"+name] = tmpl
 		return nil
 	}
-	for _, name := range names {
-		t, ok := set.Get(name)
-		if !ok {
-			return nil, fmt.Errorf("unknown template %q", name)
-		}
+	for _, t := range tmpls {
+		name := t.Name
 		f, err := t.Render(params[name])
 		if err != nil {
 			return nil, err
@@ -111,6 +110,11 @@ func buildPlan(id uint32, set *templates.Set, names []string, params map[string]
 				e := element{name: el.Name, mountPath: el.MountPath, raw: el.Raw}
 				if gi == 1 {
 					e.placement = t.Placement
+				}
+				if gi <= 1 {
+					if e.token, err = newTokenSplice(el.Raw); err != nil {
+						return nil, fmt.Errorf("template %s: container %s: %w", name, el.Name, err)
+					}
 				}
 				*g.out = append(*g.out, e)
 			}
@@ -148,6 +152,15 @@ func buildPlan(id uint32, set *templates.Set, names []string, params map[string]
 		e.ref = i
 	}
 	return pl, nil
+}
+
+// conflictError is two templates injecting the same name into one Pod.
+// Like a *templates.RenderError, it depends on the templates chosen and
+// the values they were rendered with.
+type conflictError struct{ first, second, kind, name string }
+
+func (e *conflictError) Error() string {
+	return fmt.Sprintf("templates %s and %s both inject %s %q", e.first, e.second, e.kind, e.name)
 }
 
 func elementNames(els []element) []string {

@@ -1,6 +1,9 @@
 package inject
 
-import "errors"
+import (
+	"errors"
+	"strings"
+)
 
 // Well-known names graft reads on a Pod.
 const (
@@ -8,6 +11,7 @@ const (
 	annotationStatus    = "graft.dev/status"
 	annotationTemplates = "graft.dev/templates"
 	annotationMirror    = "kubernetes.io/config.mirror"
+	annotationLimits    = "kubernetes.io/limit-ranger"
 	graftPrefix         = "graft.dev/"
 )
 
@@ -28,6 +32,8 @@ type pod struct {
 	metaRead           bool   // parsePodMetaAt succeeded
 	name, generateName string
 	hostNetwork        bool
+	// automountOff: spec.automountServiceAccountToken is false.
+	automountOff bool
 
 	annotations, labels presence
 	annotationKeys      []kv // every annotation: graft's own are looked up here
@@ -60,6 +66,11 @@ type container struct {
 type initContainer struct {
 	name    string
 	sidecar bool // restartPolicy: Always
+	// tokenPath says the container mounts a volume, tokenVolume, at the
+	// ServiceAccount token path: the only mount of init containers graft
+	// reads (see tokenVolume).
+	tokenPath   bool
+	tokenVolume string
 }
 
 type mount struct{ name, path string }
@@ -96,6 +107,37 @@ func (p *pod) displayName() string {
 		return p.name
 	}
 	return p.generateName
+}
+
+// hasGraftAnnotations reports whether the Pod chooses templates or sets
+// parameters.
+func (p *pod) hasGraftAnnotations() bool {
+	for _, a := range p.annotationKeys {
+		if strings.HasPrefix(a.key, graftPrefix) && a.key != annotationStatus {
+			return true
+		}
+	}
+	return false
+}
+
+// hasContainer reports whether spec.containers has one of that name.
+func (p *pod) hasContainer(name string) bool {
+	for i := range p.containers {
+		if p.containers[i].name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// hasInit reports whether spec.initContainers has one of that name.
+func (p *pod) hasInit(name string) bool {
+	for i := range p.initContainers {
+		if p.initContainers[i].name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // parsePodMeta reads the Pod's metadata and notes where its spec is, so
@@ -146,54 +188,6 @@ func parsePodSpec(p *pod) error {
 	return parseSpec(&sc, p)
 }
 
-// eachKey calls fn for each key of the object at sc, with sc positioned at
-// the value; fn must consume it. A null object has no keys.
-func eachKey(sc *scanner, fn func(key string) error) error {
-	if sc.isNull() {
-		return nil
-	}
-	if err := sc.open('{'); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		more, err := sc.next('}', first)
-		if err != nil || !more {
-			return err
-		}
-		k, _, err := sc.key()
-		if err != nil {
-			return err
-		}
-		if err := fn(k); err != nil {
-			return err
-		}
-	}
-}
-
-// eachElem calls fn for each element of the array at sc; fn must consume it.
-func eachElem(sc *scanner, fn func() error) error {
-	if err := sc.open('['); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		more, err := sc.next(']', first)
-		if err != nil || !more {
-			return err
-		}
-		if err := fn(); err != nil {
-			return err
-		}
-	}
-}
-
-// member reads the presence of a map or list value, consuming a null.
-func member(sc *scanner) presence {
-	if sc.isNull() {
-		return isNull
-	}
-	return present
-}
-
 func parseMetadata(sc *scanner, p *pod) error {
 	return eachKey(sc, func(k string) error {
 		var err error
@@ -242,6 +236,13 @@ func parseSpec(sc *scanner, p *pod) error {
 			var err error
 			p.hostNetwork, err = sc.boolean()
 			return err
+		case "automountServiceAccountToken":
+			if sc.isNull() {
+				return nil
+			}
+			on, err := sc.boolean()
+			p.automountOff = !on
+			return err
 		case "containers":
 			if p.containersSeen = member(sc); p.containersSeen == isNull {
 				return nil
@@ -262,6 +263,14 @@ func parseSpec(sc *scanner, p *pod) error {
 						var rp string
 						rp, err = optString(sc)
 						c.sidecar = rp == "Always"
+					case "volumeMounts":
+						if member(sc) == present {
+							err = eachMount(sc, func(m mount) {
+								if m.path == tokenMountPath {
+									c.tokenPath, c.tokenVolume = true, m.name
+								}
+							})
+						}
 					default:
 						err = sc.skip()
 					}
@@ -318,23 +327,7 @@ func parseContainer(sc *scanner, p *pod) error {
 		case "volumeMounts":
 			if c.volumeMounts = member(sc); c.volumeMounts == present {
 				c.mountsFrom = len(p.mounts)
-				err = eachElem(sc, func() error {
-					var m mount
-					err := eachKey(sc, func(k string) error {
-						var err error
-						switch k {
-						case "name":
-							m.name, err = optString(sc)
-						case "mountPath":
-							m.path, err = optString(sc)
-						default:
-							err = sc.skip()
-						}
-						return err
-					})
-					p.mounts = append(p.mounts, m)
-					return err
-				})
+				err = eachMount(sc, func(m mount) { p.mounts = append(p.mounts, m) })
 				c.mountsTo = len(p.mounts)
 			}
 		default:
@@ -346,4 +339,26 @@ func parseContainer(sc *scanner, p *pod) error {
 	c.mountsCount = c.mountsTo - c.mountsFrom
 	p.containers = append(p.containers, c)
 	return err
+}
+
+// eachMount calls fn with the name and path of each volume mount in the
+// array at sc.
+func eachMount(sc *scanner, fn func(mount)) error {
+	return eachElem(sc, func() error {
+		var m mount
+		err := eachKey(sc, func(k string) error {
+			var err error
+			switch k {
+			case "name":
+				m.name, err = optString(sc)
+			case "mountPath":
+				m.path, err = optString(sc)
+			default:
+				err = sc.skip()
+			}
+			return err
+		})
+		fn(m)
+		return err
+	})
 }

@@ -142,15 +142,6 @@ func readObject(sc *scanner, rv *review, p *pod) error {
 	return err
 }
 
-// optString reads a string or null.
-func optString(sc *scanner) (string, error) {
-	if sc.isNull() {
-		return "", nil
-	}
-	s, _, err := sc.str()
-	return s, err
-}
-
 func parseOperation(op string) Operation {
 	switch op {
 	case "CREATE":

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"time"
-	"unsafe"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -76,6 +75,3 @@ func logAdmission(log *zap.Logger, res *inject.Result, d time.Duration) {
 		zap.Bool("dry_run", res.DryRun),
 	)
 }
-
-// bytesString views b as a string without copying; b must never change.
-func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

@@ -20,6 +20,10 @@ const (
 	Skip    = "skip"    // small, opted out by label
 	V1beta1 = "v1beta1" // small, as admission.k8s.io/v1beta1
 	Prepend = "prepend" // small with user init containers: a sidecar goes to index 0
+	// Token is small as kube-apiserver's ServiceAccount plugin leaves it:
+	// a projected token volume mounted into every container, so graft
+	// gives its own containers the same mount.
+	Token = "token"
 	// Injected is small as graft's default profile leaves it: nothing to add.
 	// It is checked in (injected.json) because this package cannot import the
 	// engine; TestInjectedIsCurrent fails when it goes stale.
@@ -31,7 +35,7 @@ var injectedPod []byte
 
 // Names lists the corpora Review knows, in a stable order.
 func Names() []string {
-	return []string{Small, Medium, Large, Huge, Skip, V1beta1, Prepend, Injected}
+	return []string{Small, Medium, Large, Huge, Skip, V1beta1, Prepend, Injected, Token}
 }
 
 // Spec shapes one generated Pod.
@@ -45,6 +49,9 @@ type Spec struct {
 	Labels         map[string]string
 	APIVersion     string // admission.k8s.io/v1 (default) or v1beta1
 	Seed           uint64
+	// ServiceAccountToken mounts a token volume as the ServiceAccount
+	// admission plugin does.
+	ServiceAccountToken bool
 }
 
 // Review returns the named corpus request. It panics on an unknown name:
@@ -69,6 +76,7 @@ func specs() map[string]Spec {
 		Skip:    {Containers: 2, EnvPerContain: 12, Volumes: 3, Seed: 1, Labels: map[string]string{"graft.dev/inject": "false"}},
 		V1beta1: {Containers: 2, EnvPerContain: 12, Volumes: 3, Seed: 1, APIVersion: "admission.k8s.io/v1beta1"},
 		Prepend: {Containers: 2, EnvPerContain: 12, InitContainers: 2, Volumes: 3, Seed: 1},
+		Token:   {Containers: 2, EnvPerContain: 12, Volumes: 3, Seed: 1, ServiceAccountToken: true},
 	}
 }
 
@@ -155,6 +163,9 @@ func Pod(r *rand.Rand, s Spec) map[string]any {
 	if len(inits) > 0 {
 		spec["initContainers"] = inits
 	}
+	if s.ServiceAccountToken {
+		mountToken(r, spec, append(containers, inits...))
+	}
 	return map[string]any{
 		"apiVersion": "v1",
 		"kind":       "Pod",
@@ -213,6 +224,26 @@ func container(r *rand.Rand, name string, nEnv, pad, nVolumes int) map[string]an
 		"terminationMessagePath":   "/dev/termination-log",
 		"terminationMessagePolicy": "File",
 	}
+}
+
+// mountToken does what kube-apiserver's ServiceAccount admission plugin
+// does to a Pod: a projected token volume, mounted read-only at the token
+// path of every container.
+func mountToken(r *rand.Rand, spec map[string]any, containers []any) {
+	name := "kube-api-access-" + hex(r, 5)
+	for _, c := range containers {
+		m := c.(map[string]any)
+		mounts, _ := m["volumeMounts"].([]any)
+		m["volumeMounts"] = append(mounts, map[string]any{"name": name, "readOnly": true, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"})
+	}
+	spec["volumes"] = append(spec["volumes"].([]any), map[string]any{"name": name, "projected": map[string]any{
+		"defaultMode": 420,
+		"sources": []any{
+			map[string]any{"serviceAccountToken": map[string]any{"expirationSeconds": 3607, "path": "token"}},
+			map[string]any{"configMap": map[string]any{"name": "kube-root-ca.crt", "items": []any{map[string]any{"key": "ca.crt", "path": "ca.crt"}}}},
+			map[string]any{"downwardAPI": map[string]any{"items": []any{map[string]any{"path": "namespace", "fieldRef": map[string]any{"apiVersion": "v1", "fieldPath": "metadata.namespace"}}}}},
+		},
+	}})
 }
 
 func volume(r *rand.Rand, i int) map[string]any {

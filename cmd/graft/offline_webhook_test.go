@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,6 +107,12 @@ func goldenConfigFile(t *testing.T, dir string) string {
 	cfg.Profiles["agent"] = inject.Profile{Templates: []string{"agent"}}
 	cfg.Profiles["lenient"] = inject.Profile{Templates: []string{"agent"}, OnInvalidParams: inject.InvalidUseDefault}
 	cfg.Profiles["hostnet"] = inject.Profile{Templates: []string{"agent"}, InjectHostNetwork: true}
+	cfg.Profiles["classic"] = inject.Profile{Templates: []string{"classic-sidecar"}}
+	cfg.Profiles["token-aware"] = inject.Profile{Templates: []string{"token-aware", "agent"}}
+	fixtures, err := filepath.Abs("../../inject/testdata/templates")
+	if err != nil {
+		t.Fatal(err)
+	}
 	js, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +122,8 @@ func goldenConfigFile(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(path, append([]byte("server: {logLevel: debug}\n"), y...), 0o644); err != nil {
+	server := fmt.Sprintf("server: {logLevel: debug, templatesDir: %q}\n", fixtures)
+	if err := os.WriteFile(path, append([]byte(server), y...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path

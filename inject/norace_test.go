@@ -1,5 +1,0 @@
-//go:build !race
-
-package inject
-
-const raceEnabled = false

@@ -1,0 +1,81 @@
+package inject
+
+import "sync"
+
+// scratch is per-request working memory, pooled. Slices are truncated, not
+// freed, so steady-state requests do not allocate.
+type scratch struct {
+	rv      review
+	pod     pod
+	edits   []edit
+	inserts []insert
+	notices []notice
+	refsBuf []int
+	// planKey and shapeKey build the plan and shape cache keys.
+	planKey  []byte
+	shapeKey []byte
+	patch    []byte
+	// tokenVolume is the ServiceAccount token volume graft's containers
+	// mount, or "" (see tokenVolume). It aliases the request body.
+	tokenVolume string
+	// resourced, when not nil, holds per element ref the JSON of an
+	// injected container with LimitRange defaults added (limitrange.go).
+	resourced [][]byte
+}
+
+func (s *scratch) reset() {
+	s.rv = review{}
+	s.pod.reset()
+	s.edits = s.edits[:0]
+	s.inserts = s.inserts[:0]
+	s.notices = s.notices[:0]
+	s.refsBuf = s.refsBuf[:0]
+	s.planKey = s.planKey[:0]
+	s.shapeKey = s.shapeKey[:0]
+	s.patch = s.patch[:0]
+	s.tokenVolume = ""
+	s.resourced = nil
+}
+
+// scratchPool keeps scratch between requests: a free list, not a
+// sync.Pool. A garbage collection empties a sync.Pool (its objects move to
+// a victim cache that the next cycle drops, and the first Put after a
+// cycle allocates the per-P slots again), and a sync.Pool keeps its
+// latest object in a per-P slot that other Ps cannot take, so a request
+// that lands on another P misses too. Either way a fresh scratch regrows
+// every slice: measured 41 allocations for the small review, 55 for
+// large, 48 for huge, which is where the stray allocations per op in the
+// benchmarks came from. This list survives collections and is shared by
+// all Ps, so the steady state allocates nothing however often the
+// collector runs. It keeps at most maxIdleScratch, each as large as the
+// largest Pod it served, for the Engine's lifetime.
+type scratchPool struct {
+	mu   sync.Mutex
+	free []*scratch
+}
+
+// maxIdleScratch bounds the free list; more than the engine calls a
+// server runs at once (about one per core: they never block).
+const maxIdleScratch = 64
+
+func (p *scratchPool) get() *scratch {
+	p.mu.Lock()
+	if n := len(p.free); n > 0 {
+		s := p.free[n-1]
+		p.free[n-1] = nil
+		p.free = p.free[:n-1]
+		p.mu.Unlock()
+		return s
+	}
+	p.mu.Unlock()
+	return new(scratch)
+}
+
+func (p *scratchPool) put(s *scratch) {
+	s.reset()
+	p.mu.Lock()
+	if len(p.free) < maxIdleScratch {
+		p.free = append(p.free, s)
+	}
+	p.mu.Unlock()
+}
