@@ -12,8 +12,9 @@ import (
 )
 
 // FuzzInject feeds arbitrary bytes through the whole inject pipeline with
-// the real engine: it must never panic, and whatever it accepts it must
-// accept again unchanged (inject twice == once), in YAML and in JSON.
+// the real engine: it must never panic, whatever it accepts it must
+// accept again unchanged (inject twice == once), in YAML and in JSON, and
+// the two outputs must mean the same objects.
 // Seeds are the manifests of the CLI scripts.
 func FuzzInject(f *testing.F) {
 	scripts, _ := filepath.Glob("testdata/script/*.txtar")
@@ -34,6 +35,7 @@ func FuzzInject(f *testing.F) {
 	f.Add([]byte("apiVersion: v1\nkind: Y\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, image: b}]}\n"))
 	e := newTestEngine(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
+		out := map[string][]byte{}
 		for _, format := range []string{"yaml", "json"} {
 			once, err := injectBytes(e, data, format)
 			if err != nil {
@@ -46,8 +48,40 @@ func FuzzInject(f *testing.F) {
 			if !bytes.Equal(once, twice) {
 				t.Fatalf("%s: inject twice differs from once\ninput:\n%s\nonce:\n%s\ntwice:\n%s", format, data, once, twice)
 			}
+			out[format] = once
+		}
+		// The YAML, written into the input's text, means what the JSON says.
+		y, j := objectsJSON(t, out["yaml"]), objectsJSON(t, out["json"])
+		if len(y) != len(j) {
+			t.Fatalf("%d objects in YAML, %d in JSON\ninput:\n%s\nyaml:\n%s", len(y), len(j), data, out["yaml"])
+		}
+		for i := range y {
+			if !jsonEqual(y[i], j[i]) {
+				t.Fatalf("object %d: YAML means\n%s\nJSON says\n%s\ninput:\n%s\nyaml:\n%s", i+1, y[i], j[i], data, out["yaml"])
+			}
 		}
 	})
+}
+
+// objectsJSON returns the JSON of every object of a stream graft wrote.
+func objectsJSON(t *testing.T, stream []byte) [][]byte {
+	t.Helper()
+	docs, err := parseDocuments("out", stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for _, d := range docs {
+		if d.root() == nil {
+			continue
+		}
+		js, err := nodeJSON(d.node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, js)
+	}
+	return out
 }
 
 // newTestEngine is the engine graft runs with by default.
