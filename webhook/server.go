@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -19,12 +18,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/graftdev/graft/config"
-	"github.com/graftdev/graft/internal/bounded"
 	"github.com/graftdev/graft/webhook/certgen"
 )
-
-// maxPEMBytes bounds a certificate or key file; real ones are a few KiB.
-const maxPEMBytes = 1 << 20
 
 // Options are what a Server is built from.
 type Options struct {
@@ -61,8 +56,9 @@ type Server struct {
 	warmed   atomic.Bool
 	stopping atomic.Bool
 
-	certs   *certReloader
-	certDir string // self-signed certificates to remove at exit
+	certs     *certReloader
+	clientCAs *clientCAs // nil without --client-ca
+	certDir   string     // self-signed certificates to remove at exit
 
 	tlsLn, adminLn   net.Listener
 	tlsSrv, adminSrv *fasthttp.Server
@@ -113,10 +109,11 @@ func New(o Options) (s *Server, err error) {
 		}
 		certFile, keyFile = s.certDir+"/"+certgen.CertFile, s.certDir+"/"+certgen.KeyFile
 	}
-	if s.certs, err = newCertReloader(certFile, keyFile, s.metrics, s.log, o.OnCertReload); err != nil {
+	rep := tlsReporter{log: s.log, metrics: s.metrics, hook: o.OnCertReload}
+	if s.certs, err = newCertReloader(certFile, keyFile, rep); err != nil {
 		return nil, err
 	}
-	tlsCfg, err := s.tlsConfig(cfg)
+	tlsCfg, err := s.tlsConfig(cfg, rep)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +136,7 @@ func New(o Options) (s *Server, err error) {
 	return s, nil
 }
 
-func (s *Server) tlsConfig(cfg config.Server) (*tls.Config, error) {
+func (s *Server) tlsConfig(cfg config.Server, rep tlsReporter) (*tls.Config, error) {
 	minVersion, err := cfg.TLSVersion()
 	if err != nil {
 		return nil, err
@@ -151,15 +148,11 @@ func (s *Server) tlsConfig(cfg config.Server) (*tls.Config, error) {
 		NextProtos: []string{"http/1.1"},
 	}
 	if cfg.ClientCA != "" {
-		pem, err := bounded.ReadFile(cfg.ClientCA, maxPEMBytes)
-		if err != nil {
-			return nil, fmt.Errorf("client CA: %w", err)
+		if s.clientCAs, err = newClientCAs(cfg.ClientCA, tc, rep); err != nil {
+			return nil, err
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("client CA %s: no PEM certificates", cfg.ClientCA)
-		}
-		tc.ClientCAs = pool
+		// Each handshake takes the pool last loaded.
+		tc.GetConfigForClient = s.clientCAs.getConfigForClient
 		tc.ClientAuth = tls.RequireAndVerifyClientCert
 	}
 	return tc, nil
@@ -241,13 +234,26 @@ func (s *Server) Run(ctx context.Context) error {
 		wg.Wait()
 	}()
 
-	certW, err := newDirWatcher(s.certs.certFile, s.certs.keyFile)
-	if err != nil {
+	watch := func(what string, files []string, relevant func(string) bool, reload func()) error {
+		w, err := newDirWatcher(files...)
+		if err != nil {
+			return err
+		}
+		wg.Go(func() {
+			defer w.Close()
+			watchFiles(bg, w, what, relevant, reload, s.log)
+		})
+		return nil
+	}
+
+	if err := watch("certificate", []string{s.certs.certFile, s.certs.keyFile}, s.certs.relevant, s.certs.reload); err != nil {
 		return err
 	}
-	defer certW.Close()
-	wg.Go(func() { watchFiles(bg, certW, "certificate", s.certs.relevant, s.certs.reload, s.log) })
-
+	if ca := s.clientCAs; ca != nil {
+		if err := watch("client CA", []string{ca.file}, ca.relevant, ca.reload); err != nil {
+			return err
+		}
+	}
 	var watched []string
 	if s.opts.ConfigPath != "" {
 		watched = append(watched, s.opts.ConfigPath)
@@ -256,12 +262,9 @@ func (s *Server) Run(ctx context.Context) error {
 		watched = append(watched, dir)
 	}
 	if len(watched) > 0 {
-		cfgW, err := newDirWatcher(watched...)
-		if err != nil {
+		if err := watch("config", watched, s.relevantConfigEvent, s.reload); err != nil {
 			return err
 		}
-		defer cfgW.Close()
-		wg.Go(func() { watchFiles(bg, cfgW, "config", s.relevantConfigEvent, s.reload, s.log) })
 	}
 
 	serveErr := make(chan error, 2)
