@@ -54,7 +54,11 @@ type Server struct {
 
 	inflight atomic.Int64
 	warmed   atomic.Bool
-	stopping atomic.Bool
+	// stopping is set at SIGTERM: /readyz fails and every response on the
+	// webhook port closes its connection (drain.go).
+	stopping     atomic.Bool
+	endDrain     chan struct{}
+	endDrainOnce sync.Once
 
 	certs     *certReloader
 	clientCAs *clientCAs // nil without --client-ca
@@ -62,6 +66,9 @@ type Server struct {
 
 	tlsLn, adminLn   net.Listener
 	tlsSrv, adminSrv *fasthttp.Server
+	conns            *connSet // the webhook port's connections
+	retireEvery      time.Duration
+	rotate           rotation
 	metricsHandler   fasthttp.RequestHandler
 }
 
@@ -71,7 +78,7 @@ func New(o Options) (s *Server, err error) {
 	if o.Logger == nil || o.Registry == nil {
 		return nil, errors.New("webhook: Logger and Registry are required")
 	}
-	s = &Server{opts: o, log: o.Logger, now: o.Clock, bufs: newRespPool()}
+	s = &Server{opts: o, log: o.Logger, now: o.Clock, bufs: newRespPool(), conns: newConnSet(), endDrain: make(chan struct{})}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -117,14 +124,20 @@ func New(o Options) (s *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.tlsLn, err = net.Listen("tcp", cfg.Addr); err != nil {
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
-	s.tlsLn = lingerListener{tls.NewListener(s.tlsLn, tlsCfg)}
+	s.tlsLn = &connListener{Listener: ln, tls: tlsCfg, set: s.conns,
+		readTimeout: cfg.ReadTimeout.Duration, idleTimeout: cfg.IdleTimeout.Duration}
 	if s.adminLn, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.AdminAddr, err)
 	}
-	s.tlsSrv = s.fasthttpServer(cfg, s.handle)
+	s.tlsSrv = s.fasthttpServer(cfg, s.serveTLS)
+	s.tlsSrv.MaxRequestsPerConn = cfg.MaxConnRequests
+	s.tlsSrv.ConnState = markIdle
+	s.rotate = rotation{maxAge: cfg.MaxConnAge.Duration}
+	s.retireEvery = min(cfg.DrainDelay.Duration/4, retireSweep)
 	s.adminSrv = s.fasthttpServer(cfg, s.handleAdmin)
 	s.log.Info("graft webhook listening",
 		zap.String("addr", s.tlsLn.Addr().String()),
@@ -222,9 +235,10 @@ func (s *Server) notReady() string {
 }
 
 // Run serves until ctx is done, then shuts down gracefully: /readyz turns
-// not-ready, the webhook listener closes, in-flight requests drain within
-// the shutdown grace, idle keep-alive connections close. It returns nil
-// after a clean shutdown.
+// not-ready and the server keeps serving for the drain delay, every
+// response closing its connection; then the webhook listener closes, idle
+// connections are retired and in-flight requests finish within the
+// shutdown grace (drain.go). It returns nil after a clean shutdown.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.release()
 	bg, stopBG := context.WithCancel(context.Background())
@@ -277,20 +291,15 @@ func (s *Server) Run(ctx context.Context) error {
 	var runErr error
 	select {
 	case <-ctx.Done():
-		s.log.Info("shutting down: draining in-flight requests",
-			zap.Duration("grace", s.state.Load().settings.ShutdownGrace.Duration))
 	case runErr = <-serveErr:
 		s.log.Error("server stopped", zap.Error(runErr))
 	}
 	s.stopping.Store(true)
-	graceCtx, cancel := context.WithTimeout(context.Background(), s.state.Load().settings.ShutdownGrace.Duration)
-	defer cancel()
-	if err := s.tlsSrv.ShutdownWithContext(graceCtx); err != nil {
-		s.log.Warn("grace period over with requests still in flight", zap.Error(err))
+	settings := s.state.Load().settings
+	if runErr == nil {
+		runErr = s.drain(settings.DrainDelay.Duration, serveErr)
 	}
-	if err := s.adminSrv.ShutdownWithContext(graceCtx); err != nil {
-		s.log.Warn("admin server shutdown", zap.Error(err))
-	}
+	s.shutdown(settings.ShutdownGrace.Duration)
 	servers.Wait()
 	if runErr == nil {
 		s.log.Info("shut down cleanly")
