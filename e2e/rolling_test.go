@@ -37,10 +37,10 @@ const (
 
 // rollingServerConfig is added to the shipped config.yaml: a drain delay
 // enough for an EndpointSlice update to reach this API server, and
-// rotation after 50 requests or 2 s, so that at ~150 calls/s a 10 s
-// window sees dozens of reconnections to a random ready replica. With the
-// defaults (1000 requests, 10 s) the split converges as well, over a
-// minute rather than seconds.
+// rotation after 50 requests or 2 s, so that at ~150 calls/s a window sees
+// dozens of reconnections to a random ready replica. With the defaults
+// (1000 requests, 10 s) the few connections this load keeps busy rotate
+// about once a window, and one run measured 55/45, 78/22 and 61/39.
 const rollingServerConfig = `
 server:
   drainDelay: 2s
