@@ -84,7 +84,8 @@ type Server struct {
 // pool follows a scale-up within 10 s. The request cap only matters on
 // busy connections (over 100 requests/s each), where it makes a pool
 // follow a scale-up sooner, at 1.3 ms / 1000 = 1.3 µs per request, 3 % of
-// a review.
+// a review; one in a thousand is also what kube-apiserver's --goaway-chance
+// recommends for spreading its own clients.
 //
 // Drain: the endpoint's removal travels from the Pod's deletion through
 // the EndpointSlice controller to each API server's informer (or to
