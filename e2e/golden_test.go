@@ -160,8 +160,33 @@ func placed(p *corev1.Pod, name, ns string) *corev1.Pod {
 }
 
 // comparable keeps what graft and the user decide: labels, annotations and
-// the spec. Identity, timestamps and field ownership are the server's.
+// the spec. Identity, timestamps and field ownership are the server's, and
+// so is what the ServiceAccount plugin adds: its token volume's name
+// (kube-api-access- and five random characters) is made the same here, and
+// volumes and volume mounts, which Kubernetes does not read in order, are
+// compared sorted, since the plugin appends to them before graft in the
+// real create but after graft's additions in the reference.
 func comparable(p *corev1.Pod) any {
+	p = p.DeepCopy()
+	if i := slices.IndexFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return strings.HasPrefix(v.Name, "kube-api-access-") }); i >= 0 {
+		old := p.Spec.Volumes[i].Name
+		p.Spec.Volumes[i].Name = "kube-api-access-*"
+		for _, l := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+			for j := range l {
+				for k := range l[j].VolumeMounts {
+					if l[j].VolumeMounts[k].Name == old {
+						l[j].VolumeMounts[k].Name = "kube-api-access-*"
+					}
+				}
+			}
+		}
+	}
+	slices.SortFunc(p.Spec.Volumes, func(a, b corev1.Volume) int { return strings.Compare(a.Name, b.Name) })
+	for _, l := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for j := range l {
+			slices.SortFunc(l[j].VolumeMounts, func(a, b corev1.VolumeMount) int { return strings.Compare(a.MountPath, b.MountPath) })
+		}
+	}
 	return struct {
 		Labels, Annotations map[string]string
 		Spec                corev1.PodSpec

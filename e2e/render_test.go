@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,20 @@ func writeSuiteTemplates(dir string) (string, error) {
 	tdir := filepath.Join(dir, "templates")
 	if err := os.MkdirAll(tdir, 0o755); err != nil {
 		return "", err
+	}
+	// The engine's golden corpus uses test templates of its own.
+	fixtures, err := filepath.Glob(filepath.Join(repoRoot, "inject", "testdata", "templates", "*.yaml"))
+	if err != nil || len(fixtures) == 0 {
+		return "", fmt.Errorf("inject/testdata/templates: %v", err)
+	}
+	for _, f := range fixtures {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(tdir, filepath.Base(f)), data, 0o644); err != nil {
+			return "", err
+		}
 	}
 	return tdir, os.WriteFile(filepath.Join(tdir, renderTemplateName+".yaml"), []byte(renderTemplate), 0o644)
 }

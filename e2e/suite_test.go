@@ -57,13 +57,15 @@ func suiteConfig() (inject.Config, error) {
 
 // graftConfig is suiteConfig as the graft binary reads it, plus the
 // suite's own templates in templatesDir (see writeSuiteTemplates) and
-// their profile.
+// their profiles, which include those of the engine's golden corpus.
 func graftConfig(templatesDir string) ([]byte, error) {
 	cfg, err := suiteConfig()
 	if err != nil {
 		return nil, err
 	}
 	cfg.Profiles[renderProfile] = inject.Profile{Templates: []string{renderTemplateName}}
+	cfg.Profiles["classic"] = inject.Profile{Templates: []string{"classic-sidecar"}}
+	cfg.Profiles["token-aware"] = inject.Profile{Templates: []string{"token-aware", "agent"}}
 	doc := configFile{Config: cfg}
 	doc.Server.TemplatesDir = templatesDir
 	return yaml.Marshal(doc)

@@ -27,14 +27,6 @@ type apiServer struct {
 	CA    []byte // PEM CA of its serving certificate
 }
 
-// The admission plugins the suite relies on, named explicitly so a change
-// of defaults cannot silently drop them. ServiceAccount is disabled: there
-// is no controller manager to create the default ServiceAccount.
-const (
-	admissionPlugins         = "NamespaceLifecycle,LimitRanger,DefaultTolerationSeconds,Priority,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ValidatingAdmissionPolicy,MutatingAdmissionPolicy,ResourceQuota"
-	disabledAdmissionPlugins = "ServiceAccount"
-)
-
 // startAPIServer runs kube-apiserver against etcdURL on a free loopback
 // port with token auth, RBAC and freshly generated certificates, and waits
 // until /readyz answers ok. extraArgs are added to its flags.
@@ -87,13 +79,19 @@ func startAPIServer(ctx context.Context, bin, dir, etcdURL string, extraArgs ...
 		"--service-account-key-file=" + filepath.Join(pki, "sa.pub"),
 		"--service-account-signing-key-file=" + filepath.Join(pki, "sa.key"),
 		"--service-cluster-ip-range=10.96.0.0/16",
-		"--enable-admission-plugins=" + admissionPlugins,
-		"--disable-admission-plugins=" + disabledAdmissionPlugins,
+		// No --enable-admission-plugins or --disable-admission-plugins:
+		// the API server runs its default plugins, as clusters do. Among
+		// them are ServiceAccount and LimitRanger, which re-run after the
+		// webhooks, and both admission policy kinds (GA in 1.36). The
+		// ServiceAccount plugin needs each namespace's default
+		// ServiceAccount, which serviceAccounts creates in place of
+		// kube-controller-manager.
 		// No other control-plane component runs: skip the work that only
 		// matters to them.
 		"--endpoint-reconciler-type=none",
 		"--enable-priority-and-fairness=false",
-		"--profiling=false",
+		// Profiling stays on (the default), so a load test can take a CPU
+		// profile from /debug/pprof/profile.
 	}, extraArgs...)})
 	if err != nil {
 		return nil, err

@@ -57,12 +57,17 @@ func OptionsFromEnv() (Options, error) {
 	return o, nil
 }
 
-// Cluster is a running etcd + kube-apiserver + graft.
+// Cluster is a running etcd + kube-apiserver + graft, with a stand-in for
+// the one controller admission needs (each namespace's default
+// ServiceAccount).
 type Cluster struct {
 	opts      Options
 	etcd      *proc.Process
 	apiserver *apiServer
 	graft     *graftServer
+	// accounts stands in for kube-controller-manager's ServiceAccount
+	// controller (the API server's default admission plugins need it).
+	accounts *serviceAccounts
 
 	// Config reaches the API server as a system:masters user.
 	Config *rest.Config
@@ -87,8 +92,9 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	return c, nil
 }
 
-// StartControlPlane is Start without graft: etcd and kube-apiserver, with
-// apiserverArgs added to its flags, for a test that runs graft its own way.
+// StartControlPlane is Start without graft: etcd, kube-apiserver with
+// apiserverArgs added to its flags, and the ServiceAccount stand-in, for a
+// test that runs graft its own way.
 func StartControlPlane(ctx context.Context, o Options, apiserverArgs ...string) (*Cluster, error) {
 	c := &Cluster{opts: o}
 	var (
@@ -107,6 +113,9 @@ func StartControlPlane(ctx context.Context, o Options, apiserverArgs ...string) 
 	c.Client, err = kubernetes.NewForConfig(c.Config)
 	if err != nil {
 		return c, fmt.Errorf("clientset: %w", err)
+	}
+	if c.accounts, err = startServiceAccounts(ctx, c.Client); err != nil {
+		return c, err
 	}
 	return c, nil
 }
@@ -162,6 +171,9 @@ func (c *Cluster) Stop() error {
 	var errs []error
 	if c.graft != nil {
 		errs = append(errs, c.graft.stop())
+	}
+	if c.accounts != nil {
+		c.accounts.shutdown()
 	}
 	if c.apiserver != nil && c.apiserver.proc != nil {
 		errs = append(errs, c.apiserver.proc.Stop(15*time.Second))

@@ -23,13 +23,14 @@ func (c *Cluster) RegisterGraft(ctx context.Context, s *Shipped) (*admissionv1.M
 	return got, nil
 }
 
-// CreateNamespace creates namespace name with labels.
+// CreateNamespace creates namespace name with labels and returns once its
+// default ServiceAccount exists, so Pods can be created in it.
 func (c *Cluster) CreateNamespace(ctx context.Context, name string, labels map[string]string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("namespace %s: %w", name, err)
 	}
-	return nil
+	return c.WaitServiceAccount(ctx, name)
 }
 
 // WaitInjecting polls a dry-run Pod create in ns until it comes back with
