@@ -1,0 +1,107 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/graftdev/graft/e2e/internal/cluster"
+)
+
+// Scenario 13: the shipped ValidatingAdmissionPolicy, evaluated by
+// kube-apiserver itself, admits Pods whose graft.dev/status (today's form
+// or version 2) lists containers they hold and refuses the others with its
+// messages. A copy of it is bound to one namespace whose label no webhook
+// serves, so the Pods reach it exactly as written here.
+func TestShippedPolicyInAPIServer(t *testing.T) {
+	const label = "e2e-policy"
+	ns := newNamespace(t, "e2e-policy", map[string]string{cluster.InjectLabel: label})
+	policy := env.shipped.Policy.DeepCopy()
+	binding := env.shipped.Binding.DeepCopy()
+	policy.Name, policy.ResourceVersion = "graft-injection-required-e2e", ""
+	policy.Spec.MatchConstraints.NamespaceSelector = namespaceNamed(ns)
+	binding.Name, binding.ResourceVersion = policy.Name, ""
+	binding.Spec.PolicyName = policy.Name
+	policies := env.client.AdmissionregistrationV1().ValidatingAdmissionPolicies()
+	bindings := env.client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
+	if _, err := policies.Create(t.Context(), policy, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("the API server refuses the shipped policy: %v", err)
+	}
+	if _, err := bindings.Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("binding: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, err := range []error{
+			bindings.Delete(ctx, binding.Name, metav1.DeleteOptions{}),
+			policies.Delete(ctx, policy.Name, metav1.DeleteOptions{}),
+		} {
+			if err != nil {
+				t.Errorf("remove policy: %v", err)
+			}
+		}
+	})
+
+	const (
+		notInjected = "graft did not inject this Pod, and namespace " + "e2e-policy" + " requires it (label graft.dev/inject=" + label + ")"
+		lacks       = "this Pod lacks containers graft injected"
+		v1          = `{"templates":["agent"],"initContainers":["graft-agent"],"volumes":["graft-agent-run"]}`
+		v2          = `{"version":2,"injected":["graft-agent"],"templates":[{"name":"agent","revision":"default","digest":"9f86d081884c7d65","initContainers":["graft-agent"],"volumes":["graft-agent-run"]}]}`
+	)
+	dryRun := func(ctx context.Context, p *corev1.Pod) error {
+		_, err := env.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}
+	waitFor(t, "the policy to refuse an uninjected Pod", func(ctx context.Context) error {
+		if err := dryRun(ctx, simplePod("probe")); err == nil || !strings.Contains(err.Error(), notInjected) {
+			return errors.New("not refused yet")
+		}
+		return nil
+	})
+
+	pod := func(status string, withAgent bool) *corev1.Pod {
+		p := simplePod("p")
+		if status != "" {
+			p.Annotations = map[string]string{cluster.StatusAnnotation: status}
+		}
+		if withAgent {
+			always := corev1.ContainerRestartPolicyAlways
+			p.Spec.InitContainers = []corev1.Container{{Name: agentContainer, Image: "registry.invalid/agent:1", RestartPolicy: &always}}
+		}
+		return p
+	}
+	hostNet := simplePod("p")
+	hostNet.Spec.HostNetwork = true
+	noTemplates := simplePod("p")
+	noTemplates.Annotations = map[string]string{"graft.dev/templates": " , "}
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want string // "" admitted, else what the refusal says
+	}{
+		{"no status", pod("", false), notInjected},
+		{"today's status, container present", pod(v1, true), ""},
+		{"today's status, container missing", pod(v1, false), lacks},
+		{"version 2, container present", pod(v2, true), ""},
+		{"version 2, container missing", pod(v2, false), lacks},
+		{"hostNetwork", hostNet, ""},
+		{"no templates selected", noTemplates, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := dryRun(t.Context(), c.pod)
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("got %v, want a refusal saying %q", err, c.want)
+			}
+		})
+	}
+}
