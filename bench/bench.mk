@@ -8,7 +8,8 @@ BENCH_RESULTS := bench/results
 BENCHRUN      := $(BENCH_BIN)/benchrun
 # Extra benchrun flags, e.g. BENCH_FLAGS='-corpora small -d 10s'.
 BENCH_FLAGS   ?=
-# Extra podlatency flags, e.g. BENCH_E2E_FLAGS='-n 1000'.
+# Extra podlatency flags, e.g. BENCH_E2E_FLAGS='-n 200 -burst 100' or
+# BENCH_E2E_FLAGS='-cpuprofile /tmp/prof' (a kube-apiserver CPU profile per variant).
 BENCH_E2E_FLAGS ?=
 BENCH_PEERS    = -graft $(BIN)/graft -conventional $(BENCH_BIN)/conventional -floor $(BENCH_BIN)/floor
 
@@ -35,7 +36,7 @@ bench-profile: bench-tools
 ## bench: bench-go (the Go micro-benchmarks), then bench-load.
 bench: bench-go bench-load
 
-## bench-e2e: Pod create latency through a real kube-apiserver: no webhook, graft, conventional, MutatingAdmissionPolicy; writes bench/results/e2e-latest.{md,json}.
+## bench-e2e: Pod create latency through a real kube-apiserver (default admission plugins), sequential and burst: no webhook, graft, minimal webhook, conventional, MutatingAdmissionPolicy; writes bench/results/e2e-latest.{md,json}.
 bench-e2e: e2e-deps bench-tools
 	cd e2e && $(E2E_ENV) GRAFT_BENCH_CONVENTIONAL=$(CURDIR)/$(BENCH_BIN)/conventional \
 		$(GO) run ./cmd/podlatency -out ../$(BENCH_RESULTS) $(BENCH_E2E_FLAGS)

@@ -15,8 +15,8 @@ import (
 // setupExport creates the policies `graft export` writes for graft's
 // default profile, bound to their own namespace: the same injection as
 // graft, without the webhook.
-func setupExport(ctx context.Context, c *cluster.Cluster, sidecar string) (variant, error) {
-	v := variant{name: "graft-export", ns: "lat-graft-export", injected: injectedBy(sidecar)}
+func setupExport(ctx context.Context, b *bench) (variant, error) {
+	v := variant{name: "graft-export", ns: "lat-graft-export", injected: injectedBy(b.sidecar)}
 	set, err := templates.Builtin()
 	if err != nil {
 		return v, err
@@ -29,8 +29,9 @@ func setupExport(ctx context.Context, c *cluster.Cluster, sidecar string) (varia
 	// The exported bindings select graft.dev/inject=enabled, which the
 	// graft variant's webhook serves too.
 	cluster.SelectNamespaces(pols, &metav1.LabelSelector{MatchLabels: map[string]string{variantLabel: v.name}})
-	if err := c.CreatePolicies(ctx, pols); err != nil {
+	if err := b.c.CreatePolicies(ctx, pols); err != nil {
 		return v, fmt.Errorf("exported policies: %w", err)
 	}
-	return v, c.CreateNamespace(ctx, v.ns, map[string]string{variantLabel: v.name})
+	v.policy = pols.Mutating.Name
+	return v, b.c.CreateNamespace(ctx, v.ns, map[string]string{variantLabel: v.name})
 }

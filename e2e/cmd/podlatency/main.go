@@ -1,12 +1,18 @@
-// Command podlatency measures what adding graft's agent costs a Pod create
-// through a real kube-apiserver (and etcd) on loopback: with no mutation,
-// with graft, with the conventional webhook (bench/peers/conventional), and
-// with a MutatingAdmissionPolicy (admissionregistration.k8s.io/v1,
-// JSONPatch) that adds the same container, and with the policies `graft
-// export` writes for the same profile. Pods are created one at a time,
-// the variants taking turns, so drift in the machine hits all alike; it
-// reports p50/p90/p99 and each variant's overhead over none. Run it with
-// `make bench-e2e`.
+// Command podlatency measures what adding graft's default profile costs a
+// Pod create through a real kube-apiserver (and etcd) on loopback, with
+// the API server's default admission plugins on (ServiceAccount and
+// LimitRanger re-run after the webhooks, each namespace has its default
+// ServiceAccount): with no mutation, with graft (and its shipped
+// ValidatingAdmissionPolicy), with the smallest webhook there can be, with
+// the conventional webhook (bench/peers/conventional), with a
+// MutatingAdmissionPolicy that adds the same containers, and with the
+// policies `graft export` writes for the same profile.
+//
+// Two phases: sequential creates, the variants taking turns so drift in
+// the machine hits all alike, then bursts from concurrent clients, the
+// variants in turn. Besides the clients' latencies it reads the API
+// server's own metrics: each webhook's duration and calls per create, and
+// the cost of graft's guarantee policy. Run it with `make bench-e2e`.
 package main
 
 import (
@@ -18,16 +24,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"slices"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/graftdev/graft/bench/corpus"
 	"github.com/graftdev/graft/e2e/internal/cluster"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -41,17 +43,41 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+// options are podlatency's flags.
+type options struct {
+	n, warmup       int
+	burst, clients  int
+	policyN         int
+	out             string
+	profileDir      string
+	profileDuration time.Duration
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
 	fs := flag.NewFlagSet("podlatency", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	n := fs.Int("n", 1000, "Pods created per variant (measured)")
-	warmup := fs.Int("warmup", 50, "Pods created per variant before measuring")
-	out := fs.String("out", "../bench/results", "where e2e-latest.md and e2e-latest.json go")
+	fs.IntVar(&o.n, "n", 1000, "Pods created per variant one at a time (measured)")
+	fs.IntVar(&o.warmup, "warmup", 50, "Pods created per variant before measuring")
+	fs.IntVar(&o.burst, "burst", 500, "Pods created per variant in the burst phase (0: no burst phase)")
+	fs.IntVar(&o.clients, "clients", 20, "concurrent clients in the burst phase")
+	fs.IntVar(&o.policyN, "policy-n", 200, "Pods created per variant, one variant at a time, to tell what graft's ValidatingAdmissionPolicy costs")
+	fs.StringVar(&o.out, "out", "../bench/results", "where e2e-latest.md and e2e-latest.json go")
+	fs.StringVar(&o.profileDir, "cpuprofile", "", "if set, afterwards take a kube-apiserver CPU profile per variant into this directory")
+	fs.DurationVar(&o.profileDuration, "cpuprofile-duration", 20*time.Second, "how long each CPU profile runs (Pods created one at a time meanwhile)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return o, err
 	}
-	if *n <= 0 || *warmup < 0 {
-		return errors.New("-n must be > 0 and -warmup >= 0")
+	if o.n <= 0 || o.warmup < 0 || o.burst < 0 || o.clients <= 0 || o.policyN <= 0 {
+		return o, errors.New("-n, -clients and -policy-n must be > 0, -warmup and -burst >= 0")
+	}
+	return o, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
 	}
 	conventionalBin := os.Getenv("GRAFT_BENCH_CONVENTIONAL")
 	if conventionalBin == "" {
@@ -89,10 +115,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
-	shipped, err := cluster.LoadShipped("..")
+	b, err := newBench(c, opts.Dir, conventionalBin)
 	if err != nil {
 		return err
 	}
+	defer b.close()
 	pod, err := corpusPod()
 	if err != nil {
 		return err
@@ -105,72 +132,52 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 
-	sidecar, _, err := defaultPatch()
-	if err != nil {
-		return err
+	var variants []variant
+	for _, setup := range setups {
+		v, err := setup(ctx, b)
+		if err != nil {
+			return err
+		}
+		variants = append(variants, v)
 	}
-	none := variant{name: "none", ns: "lat-none", injected: func(p *corev1.Pod) bool { return !injectedBy(sidecar)(p) }}
-	if err := c.CreateNamespace(ctx, none.ns, nil); err != nil {
-		return err
-	}
-	graft, err := setupGraft(ctx, c, shipped, sidecar)
-	if err != nil {
-		return err
-	}
-	conv, convProc, err := setupConventional(ctx, c, shipped, conventionalBin, opts.Dir, sidecar)
-	if convProc != nil {
-		defer stopConventional(convProc)
-	}
-	if err != nil {
-		return err
-	}
-	policy, err := setupPolicy(ctx, c)
-	if err != nil {
-		return err
-	}
-	exported, err := setupExport(ctx, c, sidecar)
-	if err != nil {
-		return err
-	}
-	variants := []variant{none, graft, conv, policy, exported}
 	for _, v := range variants {
 		if err := waitInjecting(ctx, client, v, pod); err != nil {
 			return err
 		}
 	}
 
-	fmt.Fprintf(stderr, "podlatency: %d warm-up and %d measured Pod creates per variant\n", *warmup, *n)
-	lat := make([][]time.Duration, len(variants))
-	for i := range *warmup + *n {
-		for k := range variants {
-			// Rotate who goes first so no variant always follows another.
-			j := (i + k) % len(variants)
-			v := variants[j]
-			t0 := time.Now()
-			p, err := client.CoreV1().Pods(v.ns).Create(ctx, pod, metav1.CreateOptions{})
-			d := time.Since(t0)
-			if err != nil {
-				return fmt.Errorf("%s: create Pod: %w", v.name, err)
-			}
-			if !v.injected(p) {
-				return fmt.Errorf("%s: stored Pod %s is not as expected", v.name, p.Name)
-			}
-			if i >= *warmup {
-				lat[j] = append(lat[j], d)
-			}
-		}
-		if (i+1)%50 == 0 {
-			fmt.Fprintf(stderr, "podlatency: %d/%d rounds\n", i+1, *warmup+*n)
-		}
-	}
-	rows := summarize(variants, lat)
-	if err := os.MkdirAll(*out, 0o755); err != nil {
+	fmt.Fprintf(stderr, "podlatency: %d warm-up and %d measured Pod creates per variant, one at a time\n", o.warmup, o.n)
+	seq, err := measureSequential(ctx, b, client, variants, pod, o.warmup, o.n, stderr)
+	if err != nil {
 		return err
 	}
-	return writeReport(*out, rows, stdout)
+	fmt.Fprintf(stderr, "podlatency: %d Pod creates per variant, one variant at a time, for the admission policy's cost\n", o.policyN)
+	policies, err := measurePolicies(ctx, b, client, variants, pod, o.policyN)
+	if err != nil {
+		return err
+	}
+	var burst []phaseResult
+	if o.burst > 0 {
+		fmt.Fprintf(stderr, "podlatency: bursts of %d Pod creates from %d clients per variant\n", o.burst, o.clients)
+		if burst, err = measureBursts(ctx, b, client, variants, pod, o.burst, o.clients); err != nil {
+			return err
+		}
+	}
+	if o.profileDir != "" {
+		if err := profileVariants(ctx, b, client, variants, pod, o.profileDir, o.profileDuration, stderr); err != nil {
+			return err
+		}
+	}
+	rep := newReport(variants, seq, burst, policies)
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	return rep.write(o.out, stdout)
 }
 
-// corpusPod is the load tests' small corpus Pod, to be created by name.
+// corpusPod is the load tests' small corpus Pod, to be created by name. It
+// runs as its namespace's default ServiceAccount, the one the harness
+// creates in every namespace.
 func corpusPod() (*corev1.Pod, error) {
 	var rev struct {
 		Request struct {
@@ -186,76 +193,6 @@ func corpusPod() (*corev1.Pod, error) {
 	}
 	p.Namespace = ""
 	p.OwnerReferences = nil
+	p.Spec.ServiceAccountName = ""
 	return &p, nil
 }
-
-// Row is one variant's Pod create latency, in microseconds.
-type Row struct {
-	Variant string `json:"variant"`
-	Pods    int    `json:"pods"`
-	P50US   int64  `json:"p50_us"`
-	P90US   int64  `json:"p90_us"`
-	P99US   int64  `json:"p99_us"`
-	MeanUS  int64  `json:"mean_us"`
-	// Overheads over the "none" variant.
-	P50OverUS int64 `json:"p50_overhead_us"`
-	P99OverUS int64 `json:"p99_overhead_us"`
-}
-
-func summarize(vs []variant, lat [][]time.Duration) []Row {
-	rows := make([]Row, len(vs))
-	for i, v := range vs {
-		d := slices.Clone(lat[i])
-		slices.Sort(d)
-		var sum time.Duration
-		for _, x := range d {
-			sum += x
-		}
-		rows[i] = Row{Variant: v.name, Pods: len(d),
-			P50US: pct(d, 50), P90US: pct(d, 90), P99US: pct(d, 99)}
-		if len(d) > 0 {
-			rows[i].MeanUS = (sum / time.Duration(len(d))).Microseconds()
-		}
-	}
-	for i := range rows {
-		rows[i].P50OverUS = rows[i].P50US - rows[0].P50US
-		rows[i].P99OverUS = rows[i].P99US - rows[0].P99US
-	}
-	return rows
-}
-
-// pct is the nearest-rank percentile of sorted d, in microseconds.
-func pct(d []time.Duration, p float64) int64 {
-	if len(d) == 0 {
-		return 0
-	}
-	i := int(float64(len(d))*p/100+0.999999) - 1
-	return d[min(max(i, 0), len(d)-1)].Microseconds()
-}
-
-func writeReport(dir string, rows []Row, stdout io.Writer) error {
-	b, err := json.MarshalIndent(rows, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "e2e-latest.json"), append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	var md strings.Builder
-	fmt.Fprintf(&md, "## Pod create latency through kube-apiserver (%s)\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
-	md.WriteString("One client creating the small corpus Pod one at a time; etcd, kube-apiserver and the webhooks on loopback, unpinned. " +
-		"`policy` is a MutatingAdmissionPolicy (JSONPatch) adding the same init containers and volumes as graft's default profile; graft and conventional also add annotations and any env and mounts the templates give app containers; " +
-		"`graft-export` is the policies `graft export` writes for that profile (the same Pod as graft, and the parameter and final-state checks).\n\n")
-	md.WriteString("| variant | pods | p50 | p90 | p99 | mean | p50 overhead | p99 overhead |\n|---|--:|--:|--:|--:|--:|--:|--:|\n")
-	for _, r := range rows {
-		fmt.Fprintf(&md, "| %s | %d | %s | %s | %s | %s | %s | %s |\n", r.Variant, r.Pods,
-			ms(r.P50US), ms(r.P90US), ms(r.P99US), ms(r.MeanUS), ms(r.P50OverUS), ms(r.P99OverUS))
-	}
-	if err := os.WriteFile(filepath.Join(dir, "e2e-latest.md"), []byte(md.String()), 0o644); err != nil {
-		return err
-	}
-	_, err = io.WriteString(stdout, md.String())
-	return err
-}
-
-func ms(us int64) string { return fmt.Sprintf("%.2f ms", float64(us)/1000) }

@@ -31,6 +31,24 @@ type variant struct {
 	ns   string
 	// injected tells whether a stored Pod went through the mutation.
 	injected func(*corev1.Pod) bool
+	// webhook is the API server's name for the variant's mutating
+	// webhook, "" for variants without one.
+	webhook string
+	// policy is the MutatingAdmissionPolicy a variant mutates with, "" for
+	// none.
+	policy string
+}
+
+// setups make the variants, in report order, "none" first: the others'
+// overheads are over it. Each adds one namespace and whatever mutates its
+// Pods; a new variant is one more entry here.
+var setups = []func(context.Context, *bench) (variant, error){
+	setupNone,
+	setupGraft,
+	setupMinimal,
+	setupConventional,
+	setupPolicy,
+	setupExport,
 }
 
 // injectedBy reports whether a Pod holds the init container called name.
@@ -45,41 +63,66 @@ func injectedBy(name string) func(*corev1.Pod) bool {
 	}
 }
 
-// setupGraft registers the shipped webhook for graft; its namespace opts in
-// with the shipped label.
-func setupGraft(ctx context.Context, c *cluster.Cluster, shipped *cluster.Shipped, sidecar string) (variant, error) {
-	v := variant{name: "graft", ns: "lat-graft", injected: injectedBy(sidecar)}
-	if _, err := c.RegisterGraft(ctx, shipped); err != nil {
+// setupNone is the baseline: a namespace nothing mutates.
+func setupNone(ctx context.Context, b *bench) (variant, error) {
+	has := injectedBy(b.sidecar)
+	v := variant{name: "none", ns: "lat-none", injected: func(p *corev1.Pod) bool { return !has(p) }}
+	return v, b.c.CreateNamespace(ctx, v.ns, nil)
+}
+
+// setupGraft registers the shipped webhooks for graft and the shipped
+// ValidatingAdmissionPolicy that guarantees their result, as deploy/base
+// installs them; its namespace opts in with the shipped label.
+func setupGraft(ctx context.Context, b *bench) (variant, error) {
+	v := variant{name: "graft", ns: "lat-graft", injected: injectedBy(b.sidecar)}
+	wh, err := b.c.RegisterGraft(ctx, b.shipped)
+	if err != nil {
 		return v, err
 	}
-	return v, c.CreateNamespace(ctx, v.ns, map[string]string{cluster.InjectLabel: "enabled", variantLabel: v.name})
+	i, err := injectWebhook(wh)
+	if err != nil {
+		return v, err
+	}
+	v.webhook = wh.Webhooks[i].Name
+	policy, binding := b.shipped.Policy.DeepCopy(), b.shipped.Binding.DeepCopy()
+	policy.ResourceVersion, binding.ResourceVersion = "", ""
+	reg := b.c.Client.AdmissionregistrationV1()
+	if _, err := reg.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		return v, fmt.Errorf("ValidatingAdmissionPolicy: %w", err)
+	}
+	if _, err := reg.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return v, fmt.Errorf("ValidatingAdmissionPolicyBinding: %w", err)
+	}
+	return v, b.c.CreateNamespace(ctx, v.ns, map[string]string{cluster.InjectLabel: "enabled", variantLabel: v.name})
 }
 
 // setupConventional starts the bench's conventional webhook on loopback and
 // registers the shipped webhook configuration pointed at it, selecting its
-// own namespace. The caller stops the process it returns.
-func setupConventional(ctx context.Context, c *cluster.Cluster, shipped *cluster.Shipped, bin, dir, sidecar string) (variant, *proc.Process, error) {
-	v := variant{name: "conventional", ns: "lat-conventional", injected: injectedBy(sidecar)}
-	certDir := filepath.Join(dir, "conventional-certs")
-	b, err := certgen.Generate(certgen.Options{DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
+// own namespace. The process stops when the measurement ends.
+func setupConventional(ctx context.Context, b *bench) (variant, error) {
+	v := variant{name: "conventional", ns: "lat-conventional", injected: injectedBy(b.sidecar), webhook: "inject.conventional.bench.graft.dev"}
+	certDir := filepath.Join(b.dir, "conventional-certs")
+	certs, err := certgen.Generate(certgen.Options{DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
 	if err != nil {
-		return v, nil, err
+		return v, err
 	}
-	if err := b.Write(certDir); err != nil {
-		return v, nil, err
+	if err := certs.Write(certDir); err != nil {
+		return v, err
 	}
 	addrs, err := proc.FreeAddrs(2)
 	if err != nil {
-		return v, nil, err
+		return v, err
 	}
 	addr, admin := addrs[0].String(), addrs[1].String()
-	p, err := proc.Start(proc.Spec{Name: "conventional", Dir: dir, Bin: bin, Args: []string{
+	p, err := proc.Start(proc.Spec{Name: "conventional", Dir: b.dir, Bin: b.conventionalBin, Args: []string{
 		"--addr", addr, "--admin-addr", admin,
 		"--tls-cert", filepath.Join(certDir, certgen.CertFile), "--tls-key", filepath.Join(certDir, certgen.KeyFile),
 	}})
 	if err != nil {
-		return v, nil, err
+		return v, err
 	}
+	// How stopping goes does not change the latencies already measured.
+	b.onClose(func() { _ = p.Stop(5 * time.Second) })
 	ready, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	hc := &http.Client{Timeout: 2 * time.Second}
@@ -87,47 +130,49 @@ func setupConventional(ctx context.Context, c *cluster.Cluster, shipped *cluster
 		return proc.GetOK(ctx, hc, "http://"+admin+"/readyz")
 	})
 	if err != nil {
-		stopConventional(p)
-		return v, nil, fmt.Errorf("conventional: %w", err)
+		return v, fmt.Errorf("conventional: %w", err)
 	}
 	// The shipped registration's webhook for the default profile (/inject),
 	// with its rules and match conditions, pointed at the conventional peer.
-	wh := shipped.LoopbackWebhook(addr, b.CACert)
+	wh := b.shipped.LoopbackWebhook(addr, certs.CACert)
 	wh.Name = "conventional"
+	i, err := injectWebhook(wh)
+	if err != nil {
+		return v, err
+	}
+	w := wh.Webhooks[i]
+	w.Name = v.webhook
+	w.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{variantLabel: v.name}}
+	wh.Webhooks = []admissionregv1.MutatingWebhook{w}
+	if _, err := b.c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, wh, metav1.CreateOptions{}); err != nil {
+		return v, fmt.Errorf("register conventional webhook: %w", err)
+	}
+	return v, b.c.CreateNamespace(ctx, v.ns, map[string]string{variantLabel: v.name})
+}
+
+// injectWebhook finds the webhook serving the default profile (/inject).
+func injectWebhook(wh *admissionregv1.MutatingWebhookConfiguration) (int, error) {
 	i := slices.IndexFunc(wh.Webhooks, func(w admissionregv1.MutatingWebhook) bool {
 		return w.ClientConfig.URL != nil && strings.HasSuffix(*w.ClientConfig.URL, "/inject")
 	})
 	if i < 0 {
-		stopConventional(p)
-		return v, nil, errors.New("the shipped webhook configuration has no webhook on /inject")
+		return i, errors.New("the shipped webhook configuration has no webhook on /inject")
 	}
-	w := wh.Webhooks[i]
-	w.Name = "inject.conventional.bench.graft.dev"
-	w.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{variantLabel: v.name}}
-	wh.Webhooks = []admissionregv1.MutatingWebhook{w}
-	if _, err := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, wh, metav1.CreateOptions{}); err != nil {
-		stopConventional(p)
-		return v, nil, fmt.Errorf("register conventional webhook: %w", err)
-	}
-	return v, p, c.CreateNamespace(ctx, v.ns, map[string]string{variantLabel: v.name})
+	return i, nil
 }
-
-// stopConventional stops the conventional peer; how it went does not
-// change the latencies already measured.
-func stopConventional(p *proc.Process) { _ = p.Stop(5 * time.Second) }
 
 // setupPolicy creates a MutatingAdmissionPolicy that adds the init
 // containers (and volumes) of graft's default profile with a JSONPatch:
 // ApplyConfiguration cannot set atomic lists such as a container's args.
-func setupPolicy(ctx context.Context, c *cluster.Cluster) (variant, error) {
-	sidecar, expr, err := defaultPatch()
+func setupPolicy(ctx context.Context, b *bench) (variant, error) {
+	expr, err := defaultPatch()
 	if err != nil {
 		return variant{}, err
 	}
-	v := variant{name: "policy", ns: "lat-policy", injected: injectedBy(sidecar)}
+	v := variant{name: "policy", ns: "lat-policy", injected: injectedBy(b.sidecar), policy: "graft-agent"}
 	fail := admissionregv1.Fail
 	pol := &admissionregv1.MutatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "graft-agent"},
+		ObjectMeta: metav1.ObjectMeta{Name: v.policy},
 		Spec: admissionregv1.MutatingAdmissionPolicySpec{
 			MatchConstraints: &admissionregv1.MatchResources{ResourceRules: []admissionregv1.NamedRuleWithOperations{{
 				RuleWithOperations: admissionregv1.RuleWithOperations{
@@ -137,7 +182,7 @@ func setupPolicy(ctx context.Context, c *cluster.Cluster) (variant, error) {
 			}}},
 			MatchConditions: []admissionregv1.MatchCondition{{
 				Name:       "not-injected",
-				Expression: `!has(object.spec.initContainers) || !object.spec.initContainers.exists(c, c.name == "` + sidecar + `")`,
+				Expression: `!has(object.spec.initContainers) || !object.spec.initContainers.exists(c, c.name == "` + b.sidecar + `")`,
 			}},
 			FailurePolicy:      &fail,
 			ReinvocationPolicy: admissionregv1.NeverReinvocationPolicy,
@@ -147,11 +192,11 @@ func setupPolicy(ctx context.Context, c *cluster.Cluster) (variant, error) {
 			}},
 		},
 	}
-	if _, err := c.Client.AdmissionregistrationV1().MutatingAdmissionPolicies().Create(ctx, pol, metav1.CreateOptions{}); err != nil {
+	if _, err := b.c.Client.AdmissionregistrationV1().MutatingAdmissionPolicies().Create(ctx, pol, metav1.CreateOptions{}); err != nil {
 		return v, fmt.Errorf("MutatingAdmissionPolicy: %w", err)
 	}
 	bind := &admissionregv1.MutatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "graft-agent"},
+		ObjectMeta: metav1.ObjectMeta{Name: v.policy},
 		Spec: admissionregv1.MutatingAdmissionPolicyBindingSpec{
 			PolicyName: pol.Name,
 			MatchResources: &admissionregv1.MatchResources{
@@ -159,56 +204,73 @@ func setupPolicy(ctx context.Context, c *cluster.Cluster) (variant, error) {
 			},
 		},
 	}
-	if _, err := c.Client.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().Create(ctx, bind, metav1.CreateOptions{}); err != nil {
+	if _, err := b.c.Client.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().Create(ctx, bind, metav1.CreateOptions{}); err != nil {
 		return v, fmt.Errorf("MutatingAdmissionPolicyBinding: %w", err)
 	}
-	return v, c.CreateNamespace(ctx, v.ns, map[string]string{variantLabel: v.name})
+	return v, b.c.CreateNamespace(ctx, v.ns, map[string]string{variantLabel: v.name})
 }
 
-// defaultPatch renders the templates of graft's default profile and
-// writes their init containers and volumes as a CEL JSONPatch expression.
-// It returns the first init container's name, by which a mutated Pod is
-// recognised.
-func defaultPatch() (name, expr string, err error) {
+// defaultFragment renders the templates of graft's default profile and
+// returns their init containers and volumes.
+func defaultFragment() (inits, vols []templates.Element, err error) {
 	set, err := templates.Builtin()
 	if err != nil {
-		return "", "", err
+		return nil, nil, err
 	}
 	cfg := inject.DefaultConfig()
 	prof := cfg.Profiles[cfg.DefaultProfile]
-	var inits, vols []string
 	for _, tn := range prof.Templates {
 		t, ok := set.Get(tn)
 		if !ok {
-			return "", "", fmt.Errorf("template %q is missing", tn)
+			return nil, nil, fmt.Errorf("template %q is missing", tn)
 		}
 		f, err := t.Render(prof.Params[tn])
 		if err != nil {
-			return "", "", err
+			return nil, nil, err
 		}
 		if len(f.Containers) > 0 || t.Placement != templates.PlaceFirst {
-			return "", "", fmt.Errorf("template %s: the policy variant adds first-placed init containers only", tn)
+			return nil, nil, fmt.Errorf("template %s: the variants add first-placed init containers only", tn)
 		}
-		for _, el := range f.InitContainers {
-			if name == "" {
-				name = el.Name
-			}
-			c, err := celJSON(el.Raw)
-			if err != nil {
-				return "", "", err
-			}
-			inits = append(inits, c)
-		}
-		for _, el := range f.Volumes {
-			v, err := celJSON(el.Raw)
-			if err != nil {
-				return "", "", err
-			}
-			vols = append(vols, v)
-		}
+		inits = append(inits, f.InitContainers...)
+		vols = append(vols, f.Volumes...)
 	}
-	if name == "" {
-		return "", "", errors.New("the default profile injects no init container")
+	if len(inits) == 0 {
+		return nil, nil, errors.New("the default profile injects no init container")
+	}
+	return inits, vols, nil
+}
+
+// defaultSidecar is the default profile's first init container: its name,
+// by which a mutated Pod is recognised, and its JSON.
+func defaultSidecar() (string, []byte, error) {
+	inits, _, err := defaultFragment()
+	if err != nil {
+		return "", nil, err
+	}
+	return inits[0].Name, inits[0].Raw, nil
+}
+
+// defaultPatch writes the default profile's init containers and volumes as
+// a CEL JSONPatch expression.
+func defaultPatch() (string, error) {
+	initEls, volEls, err := defaultFragment()
+	if err != nil {
+		return "", err
+	}
+	var inits, vols []string
+	for _, el := range initEls {
+		c, err := celJSON(el.Raw)
+		if err != nil {
+			return "", err
+		}
+		inits = append(inits, c)
+	}
+	for _, el := range volEls {
+		v, err := celJSON(el.Raw)
+		if err != nil {
+			return "", err
+		}
+		vols = append(vols, v)
 	}
 	var atIndex, appendVols []string
 	for i, c := range inits {
@@ -217,13 +279,13 @@ func defaultPatch() (name, expr string, err error) {
 	for _, v := range vols {
 		appendVols = append(appendVols, `JSONPatch{op: "add", path: "/spec/volumes/-", value: `+v+`}`)
 	}
-	expr = `(has(object.spec.initContainers) ? [` + strings.Join(atIndex, ", ") + `]` +
+	expr := `(has(object.spec.initContainers) ? [` + strings.Join(atIndex, ", ") + `]` +
 		` : [JSONPatch{op: "add", path: "/spec/initContainers", value: [` + strings.Join(inits, ", ") + `]}])`
 	if len(vols) > 0 {
 		expr += ` + (has(object.spec.volumes) ? [` + strings.Join(appendVols, ", ") + `]` +
 			` : [JSONPatch{op: "add", path: "/spec/volumes", value: [` + strings.Join(vols, ", ") + `]}])`
 	}
-	return name, expr, nil
+	return expr, nil
 }
 
 // waitInjecting polls dry-run creates of pod in v's namespace until the
@@ -240,7 +302,7 @@ func waitInjecting(ctx context.Context, client kubernetes.Interface, v variant, 
 		case v.injected(p):
 			return nil
 		default:
-			last = errors.New("dry-run Pod came back unmutated")
+			last = errUnmutated
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -12,11 +12,13 @@ import (
 )
 
 // Histogram is a cumulative histogram: ascending bucket upper bounds and
-// the number of observations at or below each, and the total count.
+// the number of observations at or below each, the total count and the
+// sum of the observations.
 type Histogram struct {
 	Bounds []float64
 	Counts []float64
 	Total  float64
+	Sum    float64
 }
 
 // FromFamily sums the histograms of every series in mf that keep accepts.
@@ -31,6 +33,7 @@ func FromFamily(mf *dto.MetricFamily, keep func(*dto.Metric) bool) Histogram {
 			byBound[b.GetUpperBound()] += float64(b.GetCumulativeCount())
 		}
 		h.Total += float64(m.GetHistogram().GetSampleCount())
+		h.Sum += m.GetHistogram().GetSampleSum()
 	}
 	for b := range byBound {
 		h.Bounds = append(h.Bounds, b)
@@ -58,11 +61,40 @@ func (h Histogram) Minus(before Histogram) Histogram {
 	for i, b := range before.Bounds {
 		prev[b] = before.Counts[i]
 	}
-	out := Histogram{Bounds: h.Bounds, Counts: make([]float64, len(h.Counts)), Total: h.Total - before.Total}
+	out := Histogram{Bounds: h.Bounds, Counts: make([]float64, len(h.Counts)), Total: h.Total - before.Total, Sum: h.Sum - before.Sum}
 	for i, b := range h.Bounds {
 		out.Counts[i] = h.Counts[i] - prev[b]
 	}
 	return out
+}
+
+// Plus is h + o: the observations of two separate periods together.
+func (h Histogram) Plus(o Histogram) Histogram {
+	byBound := map[float64]float64{}
+	for i, b := range h.Bounds {
+		byBound[b] += h.Counts[i]
+	}
+	for i, b := range o.Bounds {
+		byBound[b] += o.Counts[i]
+	}
+	out := Histogram{Total: h.Total + o.Total, Sum: h.Sum + o.Sum}
+	for b := range byBound {
+		out.Bounds = append(out.Bounds, b)
+	}
+	sort.Float64s(out.Bounds)
+	for _, b := range out.Bounds {
+		out.Counts = append(out.Counts, byBound[b])
+	}
+	return out
+}
+
+// Mean is the mean observation, exact (from the sum, not the buckets);
+// ErrEmpty when there are none.
+func (h Histogram) Mean() (float64, error) {
+	if h.Total <= 0 {
+		return 0, ErrEmpty
+	}
+	return h.Sum / h.Total, nil
 }
 
 // ErrEmpty is returned for a quantile of no observations.

@@ -3,6 +3,7 @@ package histo
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -45,11 +46,23 @@ func TestQuantile(t *testing.T) {
 }
 
 func TestMinus(t *testing.T) {
-	before := Histogram{Bounds: []float64{1, 2}, Counts: []float64{3, 4}, Total: 4}
-	after := Histogram{Bounds: []float64{1, 2}, Counts: []float64{5, 10}, Total: 10}
+	before := Histogram{Bounds: []float64{1, 2}, Counts: []float64{3, 4}, Total: 4, Sum: 5}
+	after := Histogram{Bounds: []float64{1, 2}, Counts: []float64{5, 10}, Total: 10, Sum: 14}
 	d := after.Minus(before)
-	if d.Total != 6 || d.Counts[0] != 2 || d.Counts[1] != 6 {
+	if d.Total != 6 || d.Counts[0] != 2 || d.Counts[1] != 6 || d.Sum != 9 {
 		t.Fatalf("Minus = %+v", d)
+	}
+	if m, err := d.Mean(); err != nil || m != 1.5 {
+		t.Fatalf("Mean = %v, %v; want 1.5", m, err)
+	}
+	if p := d.Plus(before); p.Total != after.Total || p.Sum != after.Sum || !slices.Equal(p.Counts, after.Counts) {
+		t.Fatalf("Plus = %+v, want %+v", p, after)
+	}
+	if p := (Histogram{}).Plus(d); p.Total != d.Total || !slices.Equal(p.Bounds, d.Bounds) {
+		t.Fatalf("empty Plus = %+v", p)
+	}
+	if _, err := (Histogram{}).Mean(); !errors.Is(err, ErrEmpty) {
+		t.Fatalf("Mean of nothing: %v, want ErrEmpty", err)
 	}
 	// A series first seen after the first scrape counts in full.
 	if d := after.Minus(Histogram{}); d.Total != 10 || d.Counts[1] != 10 {
@@ -63,6 +76,7 @@ func TestFromFamilySumsSelectedSeries(t *testing.T) {
 			Label: []*dto.LabelPair{{Name: proto.String("name"), Value: proto.String(name)}},
 			Histogram: &dto.Histogram{
 				SampleCount: proto.Uint64(c2),
+				SampleSum:   proto.Float64(float64(c2) / 2),
 				Bucket: []*dto.Bucket{
 					{UpperBound: proto.Float64(0.1), CumulativeCount: proto.Uint64(c1)},
 					{UpperBound: proto.Float64(1), CumulativeCount: proto.Uint64(c2)},
@@ -72,7 +86,7 @@ func TestFromFamilySumsSelectedSeries(t *testing.T) {
 	}
 	mf := &dto.MetricFamily{Metric: []*dto.Metric{series("a", 1, 2), series("b", 10, 20), series("a", 3, 4)}}
 	h := FromFamily(mf, func(m *dto.Metric) bool { return Label(m, "name") == "a" })
-	if h.Total != 6 || len(h.Bounds) != 2 || h.Counts[0] != 4 || h.Counts[1] != 6 {
+	if h.Total != 6 || h.Sum != 3 || len(h.Bounds) != 2 || h.Counts[0] != 4 || h.Counts[1] != 6 {
 		t.Fatalf("FromFamily = %+v", h)
 	}
 	if got := h.String(); got != "6 observations; le=0.1:4 le=1:2" {

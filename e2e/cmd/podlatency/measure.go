@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/graftdev/graft/e2e/internal/histo"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// phaseResult is what one variant showed in one phase: its clients'
+// create latencies and the API server's and graft's counters over the
+// time its Pods were created (in the sequential phase, the whole phase:
+// each variant's own webhook or policy is read by name).
+type phaseResult struct {
+	lat []time.Duration
+	m   snapshot
+}
+
+// create creates pod in v's namespace and checks the stored Pod went
+// through v's mutation.
+func create(ctx context.Context, client kubernetes.Interface, v variant, pod *corev1.Pod) (time.Duration, error) {
+	t0 := time.Now()
+	p, err := client.CoreV1().Pods(v.ns).Create(ctx, pod, metav1.CreateOptions{})
+	d := time.Since(t0)
+	if err != nil {
+		return d, fmt.Errorf("%s: create Pod: %w", v.name, err)
+	}
+	if !v.injected(p) {
+		return d, fmt.Errorf("%s: stored Pod %s is not as expected", v.name, p.Name)
+	}
+	return d, nil
+}
+
+// measureSequential creates Pods one at a time, the variants taking turns
+// (and rotating who goes first, so no variant always follows another).
+func measureSequential(ctx context.Context, b *bench, client kubernetes.Interface, vs []variant, pod *corev1.Pod, warmup, n int, progress io.Writer) ([]phaseResult, error) {
+	res := make([]phaseResult, len(vs))
+	var before snapshot
+	for i := range warmup + n {
+		if i == warmup {
+			var err error
+			if before, err = b.scrape(ctx); err != nil {
+				return nil, err
+			}
+		}
+		for k := range vs {
+			j := (i + k) % len(vs)
+			d, err := create(ctx, client, vs[j], pod)
+			if err != nil {
+				return nil, err
+			}
+			if i >= warmup {
+				res[j].lat = append(res[j].lat, d)
+			}
+		}
+		if (i+1)%100 == 0 {
+			fmt.Fprintf(progress, "podlatency: %d/%d rounds\n", i+1, warmup+n)
+		}
+	}
+	after, err := b.scrape(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range res {
+		res[i].m = after.minus(before)
+	}
+	return res, nil
+}
+
+// measurePolicies creates n Pods one at a time per variant, one variant
+// after the other, and returns for each the ValidatingAdmissionPolicy
+// plugin's time per create of that variant's Pods: the plugin runs for
+// every Pod, so only a phase of one variant's creates tells what graft's
+// guarantee policy costs where it applies.
+func measurePolicies(ctx context.Context, b *bench, client kubernetes.Interface, vs []variant, pod *corev1.Pod, n int) ([]histo.Histogram, error) {
+	out := make([]histo.Histogram, len(vs))
+	for i, v := range vs {
+		before, err := b.scrape(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for range n {
+			if _, err := create(ctx, client, v, pod); err != nil {
+				return nil, err
+			}
+		}
+		after, err := b.scrape(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = after.minus(before).vapPlugin
+	}
+	return out, nil
+}
+
+// measureBursts sends each variant n creates from `clients` concurrent
+// clients, in two halves: the variants in order, then in reverse, so that
+// the growing number of stored Pods weighs on all alike.
+func measureBursts(ctx context.Context, b *bench, client kubernetes.Interface, vs []variant, pod *corev1.Pod, n, clients int) ([]phaseResult, error) {
+	res := make([]phaseResult, len(vs))
+	order := make([]int, len(vs))
+	for i := range order {
+		order[i] = i
+	}
+	for half, size := range []int{n / 2, n - n/2} {
+		if half == 1 {
+			slices.Reverse(order)
+		}
+		for _, j := range order {
+			before, err := b.scrape(ctx)
+			if err != nil {
+				return nil, err
+			}
+			lat, err := burst(ctx, client, vs[j], pod, size, clients)
+			if err != nil {
+				return nil, err
+			}
+			after, err := b.scrape(ctx)
+			if err != nil {
+				return nil, err
+			}
+			res[j].lat = append(res[j].lat, lat...)
+			res[j].m = res[j].m.plus(after.minus(before))
+		}
+	}
+	return res, nil
+}
+
+// burst creates n Pods from `clients` concurrent clients.
+func burst(ctx context.Context, client kubernetes.Interface, v variant, pod *corev1.Pod, n, clients int) ([]time.Duration, error) {
+	var (
+		mu   sync.Mutex
+		lat  []time.Duration
+		errs []error
+		wg   sync.WaitGroup
+	)
+	next := make(chan struct{})
+	for range clients {
+		wg.Go(func() {
+			for range next {
+				d, err := create(ctx, client, v, pod)
+				mu.Lock()
+				lat = append(lat, d)
+				if err != nil {
+					errs = append(errs, err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for range n {
+		next <- struct{}{}
+	}
+	close(next)
+	wg.Wait()
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%d of %d creates failed: %w", len(errs), n, errors.Join(errs[0]))
+	}
+	return lat, nil
+}
+
+// profileVariants takes a kube-apiserver CPU profile per variant while
+// Pods are created one at a time in its namespace, into
+// dir/apiserver-<variant>.pprof: compare two with
+// `go tool pprof -top -diff_base apiserver-none.pprof apiserver-graft.pprof`.
+func profileVariants(ctx context.Context, b *bench, client kubernetes.Interface, vs []variant, pod *corev1.Pod, dir string, d time.Duration, progress io.Writer) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	hc, token := b.c.APIServerHTTP()
+	hc.Timeout = d + 30*time.Second
+	for _, v := range vs {
+		fmt.Fprintf(progress, "podlatency: profiling kube-apiserver for %s, %s\n", v.name, d)
+		path := filepath.Join(dir, "apiserver-"+v.name+".pprof")
+		done := make(chan error, 1)
+		go func() { done <- fetchProfile(ctx, hc, token, b.c.APIServerURL(), d, path) }()
+		pods := 0
+		for end := time.Now().Add(d); time.Now().Before(end); pods++ {
+			if _, err := create(ctx, client, v, pod); err != nil {
+				<-done
+				return err
+			}
+		}
+		if err := <-done; err != nil {
+			return err
+		}
+		fmt.Fprintf(progress, "podlatency: %s: %d Pods, profile in %s\n", v.name, pods, path)
+	}
+	return nil
+}
+
+func fetchProfile(ctx context.Context, hc *http.Client, token, base string, d time.Duration, path string) error {
+	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, int(d.Seconds()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("cpu profile: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, io.LimitReader(resp.Body, 64<<20)); err != nil {
+		f.Close()
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	return f.Close()
+}

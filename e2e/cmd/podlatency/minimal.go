@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/graftdev/graft/webhook/certgen"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// minimalWebhook is the cheapest mutating webhook there can be: the
+// standard library's TLS server answering every AdmissionReview with one
+// fixed JSONPatch that adds one container, whatever the Pod holds. It
+// reads only the envelope's apiVersion and uid.
+type minimalWebhook struct {
+	patch string // base64 of the JSONPatch
+}
+
+// maxReview bounds a request body, as a webhook must.
+const maxReview = 8 << 20
+
+func (m *minimalWebhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var review struct {
+		APIVersion string `json:"apiVersion"`
+		Request    struct {
+			UID string `json:"uid"`
+		} `json:"request"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxReview)).Decode(&review); err != nil || review.Request.UID == "" {
+		http.Error(w, "not an AdmissionReview", http.StatusBadRequest)
+		return
+	}
+	resp, err := json.Marshal(map[string]any{
+		"apiVersion": review.APIVersion,
+		"kind":       "AdmissionReview",
+		"response": map[string]any{
+			"uid": review.Request.UID, "allowed": true, "patchType": "JSONPatch", "patch": m.patch,
+		},
+	})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(resp)
+}
+
+// setupMinimal serves the minimal webhook on loopback and registers it for
+// its own namespace, with reinvocationPolicy: Never: the API server calls
+// it exactly once per create.
+func setupMinimal(ctx context.Context, b *bench) (variant, error) {
+	v := variant{name: "minimal", ns: "lat-minimal", injected: injectedBy(b.sidecar), webhook: "minimal.bench.graft.dev"}
+	patch, err := json.Marshal([]map[string]any{{"op": "add", "path": "/spec/initContainers", "value": []json.RawMessage{b.sidecarJSON}}})
+	if err != nil {
+		return v, err
+	}
+	certs, err := certgen.Generate(certgen.Options{DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
+	if err != nil {
+		return v, err
+	}
+	pair, err := tls.X509KeyPair(certs.TLSCert, certs.TLSKey)
+	if err != nil {
+		return v, fmt.Errorf("minimal webhook: %w", err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		return v, fmt.Errorf("minimal webhook: %w", err)
+	}
+	srv := &http.Server{Handler: &minimalWebhook{patch: base64.StdEncoding.EncodeToString(patch)}, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln) // ErrServerClosed once closed
+	}()
+	b.onClose(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			_ = srv.Close()
+		}
+		<-served
+	})
+
+	url := "https://" + ln.Addr().String() + "/mutate"
+	none := admissionregv1.SideEffectClassNone
+	fail := admissionregv1.Fail
+	never := admissionregv1.NeverReinvocationPolicy
+	timeout := int32(3)
+	wh := &admissionregv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "minimal"},
+		Webhooks: []admissionregv1.MutatingWebhook{{
+			Name:                    v.webhook,
+			ClientConfig:            admissionregv1.WebhookClientConfig{URL: &url, CABundle: certs.CACert},
+			Rules:                   podCreateRules(),
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{variantLabel: v.name}},
+			SideEffects:             &none,
+			FailurePolicy:           &fail,
+			ReinvocationPolicy:      &never,
+			TimeoutSeconds:          &timeout,
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+	if _, err := b.c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, wh, metav1.CreateOptions{}); err != nil {
+		return v, fmt.Errorf("register minimal webhook: %w", err)
+	}
+	return v, b.c.CreateNamespace(ctx, v.ns, map[string]string{variantLabel: v.name})
+}
+
+// podCreateRules selects Pod CREATE.
+func podCreateRules() []admissionregv1.RuleWithOperations {
+	scope := admissionregv1.NamespacedScope
+	return []admissionregv1.RuleWithOperations{{
+		Operations: []admissionregv1.OperationType{admissionregv1.Create},
+		Rule:       admissionregv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: &scope},
+	}}
+}
+
+var errUnmutated = errors.New("dry-run Pod came back unmutated")
