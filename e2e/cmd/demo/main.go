@@ -108,23 +108,28 @@ func printPod(out io.Writer, p *corev1.Pod) {
 		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
 			kind = "native sidecar"
 		}
-		fmt.Fprintf(out, "  %-15s %-12s %s\n", kind, c.Name, c.Image)
+		fmt.Fprintf(out, "  %-15s %-12s %s mounts=%v\n", kind, c.Name, c.Image, mounts(c))
 	}
 	for _, c := range p.Spec.Containers {
 		var env []string
 		for _, e := range c.Env {
 			env = append(env, e.Name)
 		}
-		var mounts []string
-		for _, m := range c.VolumeMounts {
-			mounts = append(mounts, m.Name+":"+m.MountPath)
-		}
-		fmt.Fprintf(out, "  %-15s %-12s %s env=%v mounts=%v\n", "container", c.Name, c.Image, env, mounts)
+		fmt.Fprintf(out, "  %-15s %-12s %s env=%v mounts=%v\n", "container", c.Name, c.Image, env, mounts(c))
 	}
 	for _, v := range p.Spec.Volumes {
 		fmt.Fprintf(out, "  %-15s %s\n", "volume", v.Name)
 	}
 	fmt.Fprintf(out, "  %-15s %s=%s\n", "annotation", cluster.StatusAnnotation, p.Annotations[cluster.StatusAnnotation])
+}
+
+// mounts lists a container's volume mounts as volume:path.
+func mounts(c corev1.Container) []string {
+	var out []string
+	for _, m := range c.VolumeMounts {
+		out = append(out, m.Name+":"+m.MountPath)
+	}
+	return out
 }
 
 // printDecisions prints graft's JSON log lines about the Pod named pod.
