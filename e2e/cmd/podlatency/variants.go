@@ -45,6 +45,7 @@ type variant struct {
 var setups = []func(context.Context, *bench) (variant, error){
 	setupNone,
 	setupGraft,
+	setupGraftBare,
 	setupMinimal,
 	setupConventional,
 	setupPolicy,
@@ -94,6 +95,30 @@ func setupGraft(ctx context.Context, b *bench) (variant, error) {
 		return v, fmt.Errorf("ValidatingAdmissionPolicyBinding: %w", err)
 	}
 	return v, b.c.CreateNamespace(ctx, v.ns, map[string]string{cluster.InjectLabel: "enabled", variantLabel: v.name})
+}
+
+// setupGraftBare is graft's webhook alone, to tell what the shipped
+// wiring around it costs: the shipped webhook for /inject pointed at the
+// same graft, for its own namespace, without its matchConditions (each
+// makes kube-apiserver convert the Pod for CEL) and without the guarantee
+// policy.
+func setupGraftBare(ctx context.Context, b *bench) (variant, error) {
+	v := variant{name: "graft-bare", ns: "lat-graft-bare", injected: injectedBy(b.sidecar), webhook: "inject.graft-bare.bench.graft.dev"}
+	wh := b.shipped.LoopbackWebhook(b.c.GraftAddr(), b.c.GraftCA())
+	wh.Name = v.name
+	i, err := injectWebhook(wh)
+	if err != nil {
+		return v, err
+	}
+	w := wh.Webhooks[i]
+	w.Name = v.webhook
+	w.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{variantLabel: v.name}}
+	w.MatchConditions = nil
+	wh.Webhooks = []admissionregv1.MutatingWebhook{w}
+	if _, err := b.c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, wh, metav1.CreateOptions{}); err != nil {
+		return v, fmt.Errorf("register graft-bare webhook: %w", err)
+	}
+	return v, b.c.CreateNamespace(ctx, v.ns, map[string]string{variantLabel: v.name})
 }
 
 // setupConventional starts the bench's conventional webhook on loopback and
