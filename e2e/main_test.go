@@ -34,7 +34,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	dir, err := os.MkdirTemp(tmpRoot(), "graft-e2e-")
+	dir, err := os.MkdirTemp(cluster.TempRoot(), "graft-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
@@ -82,17 +82,4 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: full logs kept in", dir)
 	}
 	return code
-}
-
-// tmpRoot puts etcd's data on tmpfs when there is one: fsync there is free,
-// and nothing here needs to survive the run.
-func tmpRoot() string {
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		if f, err := os.CreateTemp("/dev/shm", "graft-e2e-probe-"); err == nil {
-			f.Close()
-			os.Remove(f.Name())
-			return "/dev/shm"
-		}
-	}
-	return os.TempDir()
 }

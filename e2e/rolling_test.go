@@ -127,7 +127,7 @@ func newRollingRig(t *testing.T) *rollingRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp(tmpRoot(), "graft-e2e-rolling-")
+	dir, err := os.MkdirTemp(cluster.TempRoot(), "graft-e2e-rolling-")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -87,13 +88,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
-	if opts.Dir, err = os.MkdirTemp("", "graft-podlatency-"); err != nil {
+	if opts.Dir, err = os.MkdirTemp(cluster.TempRoot(), "graft-podlatency-"); err != nil {
 		return err
 	}
 	defer func() {
 		if err == nil {
 			os.RemoveAll(opts.Dir)
 		} else {
+			// Keep the logs, not etcd's preallocated data (tens of MB, on
+			// tmpfs when /dev/shm is used).
+			os.RemoveAll(filepath.Join(opts.Dir, "etcd-data"))
 			fmt.Fprintf(stderr, "podlatency: logs kept in %s\n", opts.Dir)
 		}
 	}()

@@ -20,6 +20,7 @@ import (
 type Row struct {
 	Variant        string  `json:"variant"`
 	Pods           int     `json:"pods"`
+	Failed         int     `json:"failed,omitempty"`
 	P50US          int64   `json:"p50_us"`
 	P90US          int64   `json:"p90_us"`
 	P99US          int64   `json:"p99_us"`
@@ -102,7 +103,7 @@ func rows(vs []variant, res []phaseResult) []Row {
 		for _, x := range d {
 			sum += x
 		}
-		r := Row{Variant: v.name, Pods: len(d), P50US: pct(d, 50), P90US: pct(d, 90), P99US: pct(d, 99)}
+		r := Row{Variant: v.name, Pods: len(d), Failed: res[i].failed, P50US: pct(d, 50), P90US: pct(d, 90), P99US: pct(d, 99)}
 		if len(d) > 0 {
 			r.MeanUS = (sum / time.Duration(len(d))).Microseconds()
 			r.MaxUS = d[len(d)-1].Microseconds()
@@ -209,14 +210,14 @@ func (r *report) markdown() string {
 		"apiserver_mutating_admission_policy_check_duration_seconds).\n\n")
 	table := func(title string, rs []Row) {
 		fmt.Fprintf(&md, "### %s\n\n", title)
-		md.WriteString("| variant | pods | p50 | p90 | p99 | max | mean | p50 overhead | p99 overhead | API server per call | calls/create |\n")
-		md.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		md.WriteString("| variant | pods | failed | p50 | p90 | p99 | max | mean | p50 overhead | p99 overhead | API server per call | calls/create |\n")
+		md.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, x := range rs {
 			call, calls := "—", "—"
 			if x.CallsPerCreate > 0 {
 				call, calls = ms(x.WebhookUS), fmt.Sprintf("%.2f", x.CallsPerCreate)
 			}
-			fmt.Fprintf(&md, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.Variant, x.Pods,
+			fmt.Fprintf(&md, "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.Variant, x.Pods, x.Failed,
 				ms(x.P50US), ms(x.P90US), ms(x.P99US), ms(x.MaxUS), ms(x.MeanUS), ms(x.P50OverUS), ms(x.P99OverUS), call, calls)
 		}
 		md.WriteString("\n")

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -28,7 +30,7 @@ func TestRowsAndTargets(t *testing.T) {
 	}
 	// The plugin's time per create: 60 µs for graft's Pods, 10 elsewhere.
 	plugin := []histo.Histogram{{Total: 2, Sum: 0.00002}, {Total: 2, Sum: 0.00012}, {}, {}}
-	seq := []phaseResult{{ms(2, 4), m}, {ms(5, 7), m}, {ms(5, 5), m}, {ms(4, 6), m}}
+	seq := []phaseResult{{lat: ms(2, 4), m: m}, {lat: ms(5, 7), m: m}, {lat: ms(5, 5), m: m}, {lat: ms(4, 6), m: m}}
 	r := newReport(vs, seq, seq, plugin)
 	g := r.Sequential[1]
 	if g.P50US != 5000 || g.P50OverUS != 3000 || g.CallsPerCreate != 2 || g.WebhookUS != 1000 || g.MaxUS != 7000 {
@@ -57,7 +59,7 @@ func TestRowsAndTargets(t *testing.T) {
 			t.Errorf("target %q: met %v (present %v), want %v", k, got, ok, v)
 		}
 	}
-	if md := r.markdown(); !strings.Contains(md, "| graft | 2 | 5.00 ms") || !strings.Contains(md, "| graft calls per Pod create (sequential) | 1.00 | 2.00 | no |") {
+	if md := r.markdown(); !strings.Contains(md, "| graft | 2 | 0 | 5.00 ms") || !strings.Contains(md, "| graft calls per Pod create (sequential) | 1.00 | 2.00 | no |") {
 		t.Errorf("markdown:\n%s", md)
 	}
 }
@@ -96,5 +98,25 @@ func TestMinimalWebhook(t *testing.T) {
 	bad.Body.Close()
 	if bad.StatusCode != http.StatusBadRequest {
 		t.Fatalf("a review without uid: %s, want 400", bad.Status)
+	}
+}
+
+func TestRecordToleratesFewRefusals(t *testing.T) {
+	var r phaseResult
+	refused := fmt.Errorf("v: %w: etcdserver: request timed out", errRefused)
+	if err := r.record(time.Millisecond, nil, 100); err != nil || len(r.lat) != 1 {
+		t.Fatalf("success: %v, %d latencies", err, len(r.lat))
+	}
+	// 1% of 100 attempts, plus one.
+	for i := range 2 {
+		if err := r.record(time.Second, refused, 100); err != nil {
+			t.Fatalf("refusal %d: %v", i+1, err)
+		}
+	}
+	if err := r.record(time.Second, refused, 100); err == nil || r.failed != 3 || len(r.lat) != 1 {
+		t.Fatalf("third refusal of 100: %v, failed %d", err, r.failed)
+	}
+	if err := (&phaseResult{}).record(0, errors.New("stored Pod is not as expected"), 100); err == nil {
+		t.Fatal("a Pod without the mutation did not end the run")
 	}
 }
