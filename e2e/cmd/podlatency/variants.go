@@ -104,21 +104,28 @@ func setupGraft(ctx context.Context, b *bench) (variant, error) {
 // policy.
 func setupGraftBare(ctx context.Context, b *bench) (variant, error) {
 	v := variant{name: "graft-bare", ns: "lat-graft-bare", injected: injectedBy(b.sidecar), webhook: "inject.graft-bare.bench.graft.dev"}
-	wh := b.shipped.LoopbackWebhook(b.c.GraftAddr(), b.c.GraftCA())
+	return v, registerScoped(ctx, b, v, b.c.GraftAddr(), b.c.GraftCA(), func(w *admissionregv1.MutatingWebhook) { w.MatchConditions = nil })
+}
+
+// registerScoped registers the shipped webhook for the default profile
+// (/inject), pointed at addr, for v's namespace alone, changed by edit, and
+// creates the namespace.
+func registerScoped(ctx context.Context, b *bench, v variant, addr string, ca []byte, edit func(*admissionregv1.MutatingWebhook)) error {
+	wh := b.shipped.LoopbackWebhook(addr, ca)
 	wh.Name = v.name
 	i, err := injectWebhook(wh)
 	if err != nil {
-		return v, err
+		return err
 	}
 	w := wh.Webhooks[i]
 	w.Name = v.webhook
 	w.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{variantLabel: v.name}}
-	w.MatchConditions = nil
+	edit(&w)
 	wh.Webhooks = []admissionregv1.MutatingWebhook{w}
 	if _, err := b.c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, wh, metav1.CreateOptions{}); err != nil {
-		return v, fmt.Errorf("register graft-bare webhook: %w", err)
+		return fmt.Errorf("register %s webhook: %w", v.name, err)
 	}
-	return v, b.c.CreateNamespace(ctx, v.ns, map[string]string{variantLabel: v.name})
+	return b.c.CreateNamespace(ctx, v.ns, map[string]string{variantLabel: v.name})
 }
 
 // setupConventional starts the bench's conventional webhook on loopback and
@@ -159,20 +166,7 @@ func setupConventional(ctx context.Context, b *bench) (variant, error) {
 	}
 	// The shipped registration's webhook for the default profile (/inject),
 	// with its rules and match conditions, pointed at the conventional peer.
-	wh := b.shipped.LoopbackWebhook(addr, certs.CACert)
-	wh.Name = "conventional"
-	i, err := injectWebhook(wh)
-	if err != nil {
-		return v, err
-	}
-	w := wh.Webhooks[i]
-	w.Name = v.webhook
-	w.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{variantLabel: v.name}}
-	wh.Webhooks = []admissionregv1.MutatingWebhook{w}
-	if _, err := b.c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, wh, metav1.CreateOptions{}); err != nil {
-		return v, fmt.Errorf("register conventional webhook: %w", err)
-	}
-	return v, b.c.CreateNamespace(ctx, v.ns, map[string]string{variantLabel: v.name})
+	return v, registerScoped(ctx, b, v, addr, certs.CACert, func(*admissionregv1.MutatingWebhook) {})
 }
 
 // injectWebhook finds the webhook serving the default profile (/inject).

@@ -35,14 +35,20 @@ func FromFamily(mf *dto.MetricFamily, keep func(*dto.Metric) bool) Histogram {
 		h.Total += float64(m.GetHistogram().GetSampleCount())
 		h.Sum += m.GetHistogram().GetSampleSum()
 	}
-	for b := range byBound {
-		h.Bounds = append(h.Bounds, b)
-	}
-	sort.Float64s(h.Bounds)
-	for _, b := range h.Bounds {
-		h.Counts = append(h.Counts, byBound[b])
-	}
+	h.Bounds, h.Counts = sortedBuckets(byBound)
 	return h
+}
+
+// sortedBuckets lists bucket bounds in ascending order and their counts.
+func sortedBuckets(byBound map[float64]float64) (bounds, counts []float64) {
+	for b := range byBound {
+		bounds = append(bounds, b)
+	}
+	sort.Float64s(bounds)
+	for _, b := range bounds {
+		counts = append(counts, byBound[b])
+	}
+	return bounds, counts
 }
 
 // Label returns the value of the label name on m, or "".
@@ -78,13 +84,7 @@ func (h Histogram) Plus(o Histogram) Histogram {
 		byBound[b] += o.Counts[i]
 	}
 	out := Histogram{Total: h.Total + o.Total, Sum: h.Sum + o.Sum}
-	for b := range byBound {
-		out.Bounds = append(out.Bounds, b)
-	}
-	sort.Float64s(out.Bounds)
-	for _, b := range out.Bounds {
-		out.Counts = append(out.Counts, byBound[b])
-	}
+	out.Bounds, out.Counts = sortedBuckets(byBound)
 	return out
 }
 
