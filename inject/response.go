@@ -60,10 +60,40 @@ func (w *responseWriter) warn(parts ...string) {
 	}
 	w.warnings++
 	w.dst = append(w.dst, '"')
+	start := len(w.dst)
 	for _, p := range parts {
 		w.dst = appendEscaped(w.dst, p)
 	}
+	w.dst = cutWarning(w.dst, start)
 	w.dst = append(w.dst, '"')
+}
+
+// cutWarning cuts the escaped warning text dst[start:] to maxWarning
+// characters (an escape sequence or a UTF-8 sequence is one), marking the
+// cut, as shortWarning does for the plan's warnings.
+func cutWarning(dst []byte, start int) []byte {
+	if len(dst)-start <= maxWarning {
+		return dst
+	}
+	i, n := start, 0
+	for i < len(dst) && n < maxWarning-1 {
+		switch c := dst[i]; {
+		case c == '\\' && i+1 < len(dst) && dst[i+1] == 'u':
+			i += 6
+		case c == '\\':
+			i += 2
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			_, size := utf8.DecodeRune(dst[i:])
+			i += size
+		}
+		n++
+	}
+	if i >= len(dst) {
+		return dst
+	}
+	return append(dst[:i], "…"...)
 }
 
 // warnRaw appends a warning that is already a quoted JSON string.

@@ -11,6 +11,24 @@ type scratch struct {
 	inserts []insert
 	notices []notice
 	refsBuf []int
+	// rec is the Pod's graft.dev/status; its strings view statusIn, the
+	// annotation's value unescaped. hasStatus: the Pod has the annotation.
+	rec       record
+	statusIn  []byte
+	hasStatus bool
+	// statusOut is the status to write (JSON, unescaped), merged from rec
+	// and this request's additions (appendRecord).
+	statusOut []byte
+	// skipped and added are indexed by plan template and element ref:
+	// templates left out for a conflict, elements this request adds.
+	skipped, added []bool
+	conflict       conflict
+	// out, appNames, slots and order are appendRecord's and the
+	// placement check's working lists.
+	out      []outEntry
+	appNames []string
+	slots    []slot
+	order    []int
 	// planKey and shapeKey build the plan and shape cache keys.
 	planKey  []byte
 	shapeKey []byte
@@ -30,6 +48,13 @@ func (s *scratch) reset() {
 	s.inserts = s.inserts[:0]
 	s.notices = s.notices[:0]
 	s.refsBuf = s.refsBuf[:0]
+	s.rec.reset()
+	s.statusIn, s.statusOut = s.statusIn[:0], s.statusOut[:0]
+	s.hasStatus = false
+	s.skipped, s.added = s.skipped[:0], s.added[:0]
+	s.conflict = conflict{}
+	s.out, s.appNames = s.out[:0], s.appNames[:0]
+	s.slots, s.order = s.slots[:0], s.order[:0]
 	s.planKey = s.planKey[:0]
 	s.shapeKey = s.shapeKey[:0]
 	s.patch = s.patch[:0]
