@@ -144,6 +144,9 @@ func (r *record) parse(s string) error {
 				if sc.peek() == '"' {
 					strs = true
 					name, err := r.str(&sc)
+					if err == nil && name == "" {
+						err = errStatus
+					}
 					r.entries = append(r.entries, recEntry{name: name})
 					return err
 				}

@@ -25,11 +25,17 @@ type slot struct {
 	pod     int  // index in the Pod's initContainers; -1: inserted now
 }
 
-// ownInit returns the plan's init container called name when graft owns
-// the Pod's container of that name, else nil.
+// ownInit returns the plan's init container called name when the status
+// records the Pod's container of that name under the same template, else
+// nil: only then does graft know what the container should be.
 func (s *scratch) ownInit(pl *plan, name string) *element {
 	el := pl.initNamed(name)
-	if el == nil || !s.rec.owns(kInits, name) {
+	if el == nil {
+		return nil
+	}
+	r := &s.rec
+	i := r.find(pl.tmpls[el.tmpl].name)
+	if i < 0 || !contains(r.list(r.entries[i].lists[kInits]), name) {
 		return nil
 	}
 	return el
