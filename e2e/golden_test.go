@@ -23,6 +23,9 @@ var goldenDir = filepath.Join(repoRoot, "inject", "testdata", "golden")
 
 type goldenIn struct {
 	Profile string `json:"profile"`
+	// Prepare marks a case whose input is the engine's own output with
+	// another step's edits: it takes that other step to reproduce.
+	Prepare json.RawMessage `json:"prepare"`
 	Review  struct {
 		Request struct {
 			Operation string          `json:"operation"`
@@ -58,7 +61,7 @@ func goldenInjections(t *testing.T) map[string]goldenCase {
 		readJSON(t, f, &in)
 		readJSON(t, filepath.Join(goldenDir, name+".golden.json"), &g)
 		r := in.Review.Request
-		if g.Decision != "inject" || r.Operation != "CREATE" || r.DryRun {
+		if g.Decision != "inject" || r.Operation != "CREATE" || r.DryRun || in.Prepare != nil {
 			continue
 		}
 		var inPod, wantPod corev1.Pod
