@@ -10,6 +10,7 @@ import (
 
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/bounded"
+	"github.com/graftdev/graft/templates/linttest"
 )
 
 func TestParse(t *testing.T) {
@@ -230,5 +231,29 @@ func TestTemplates(t *testing.T) {
 	}
 	if _, err := Templates(t.TempDir()); err == nil {
 		t.Error("an empty templates directory was accepted")
+	}
+}
+
+// TestTemplatesRefusesWhatLintRefuses: every template set of lint's table,
+// as a templates directory, is refused exactly when lint refuses it, and
+// the error lists lint's lines.
+func TestTemplatesRefusesWhatLintRefuses(t *testing.T) {
+	cases, err := linttest.Cases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		for _, set := range tc.Sets() {
+			t.Run(set.Name, func(t *testing.T) {
+				dir := t.TempDir()
+				if err := set.Write(dir); err != nil {
+					t.Fatal(err)
+				}
+				_, err := Templates(dir)
+				if bad := set.CheckLoad(dir, err); bad != nil {
+					t.Fatal(bad)
+				}
+			})
+		}
 	}
 }

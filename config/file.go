@@ -90,7 +90,10 @@ func Parse(name string, data []byte) (File, error) {
 
 // Templates returns the template set a configuration selects: the built-in
 // templates, overlaid by dir's (a file of the same name replaces a
-// built-in one) when dir is not empty.
+// built-in one) when dir is not empty. It is where graft serve (at start
+// and on every reload) and the offline commands load templates, so all of
+// them refuse a directory `graft templates lint` refuses, with the same
+// problem lines (a *templates.SetError).
 func Templates(dir string) (*templates.Set, error) {
 	set, err := templates.Builtin()
 	if err != nil {

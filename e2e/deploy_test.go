@@ -76,7 +76,7 @@ func TestDeployManifestsApply(t *testing.T) {
 		})
 	}
 	t.Run("graft-inject", func(t *testing.T) {
-		cfg, err := graftConfig()
+		cfg, err := graftConfig(env.templatesDir)
 		if err != nil {
 			t.Fatal(err)
 		}

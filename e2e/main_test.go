@@ -40,7 +40,10 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	opts.Dir = dir
-	opts.GraftConfig, err = graftConfig()
+	templatesDir, err := writeSuiteTemplates(dir)
+	if err == nil {
+		opts.GraftConfig, err = graftConfig(templatesDir)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
@@ -56,6 +59,7 @@ func runMain(m *testing.M) int {
 	} else {
 		fmt.Printf("e2e: etcd, kube-apiserver %s and graft ready in %s (wiring: %v)\n",
 			s.serverVersion, time.Since(start).Round(time.Millisecond), s.shipped.Sources)
+		s.templatesDir = templatesDir
 		env = s
 		code = m.Run()
 	}

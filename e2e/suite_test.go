@@ -22,6 +22,9 @@ type suite struct {
 	shipped   *cluster.Shipped
 	webhook   *admissionv1.MutatingWebhookConfiguration // as registered
 	templates []string                                  // built-in template names
+	// templatesDir holds the suite's own templates (graft serve's
+	// --templates-dir, through the config file).
+	templatesDir string
 	// serverVersion is what kube-apiserver reports, e.g. v1.36.3.
 	serverVersion string
 }
@@ -30,16 +33,16 @@ type suite struct {
 // template, so each can be injected on its own (/inject/<profile>).
 func templateProfile(tpl string) string { return "e2e-" + tpl }
 
-// graftConfig is the configuration the engine's golden corpus is written
+// suiteConfig is the configuration the engine's golden corpus is written
 // against (inject's goldenConfig: the shipped profiles, the agent template
 // as the default profile served on /inject, and two profiles exercising
 // options), plus one profile per built-in template. The suite's
 // expectations therefore do not move when the catalogue or the shipped
-// default profile changes.
-func graftConfig() ([]byte, error) {
+// default profile changes. graftConfig adds the suite's own templates.
+func suiteConfig() (inject.Config, error) {
 	set, err := templates.Builtin()
 	if err != nil {
-		return nil, fmt.Errorf("built-in templates: %w", err)
+		return inject.Config{}, fmt.Errorf("built-in templates: %w", err)
 	}
 	cfg := inject.DefaultConfig()
 	cfg.DefaultProfile = "agent"
@@ -51,7 +54,30 @@ func graftConfig() ([]byte, error) {
 	for _, name := range set.Names() {
 		cfg.Profiles[templateProfile(name)] = inject.Profile{Templates: []string{name}}
 	}
-	return yaml.Marshal(cfg)
+	return cfg, nil
+}
+
+// graftConfig is suiteConfig as the graft binary reads it, plus the
+// suite's own templates in templatesDir (see writeSuiteTemplates) and
+// their profile.
+func graftConfig(templatesDir string) ([]byte, error) {
+	cfg, err := suiteConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Profiles[renderProfile] = inject.Profile{Templates: []string{renderTemplateName}}
+	doc := configFile{Config: cfg}
+	doc.Server.TemplatesDir = templatesDir
+	return yaml.Marshal(doc)
+}
+
+// configFile is graft's configuration file: the engine's configuration at
+// the top level, and the one server setting the suite makes.
+type configFile struct {
+	inject.Config
+	Server struct {
+		TemplatesDir string `json:"templatesDir"`
+	} `json:"server"`
 }
 
 func startSuite(ctx context.Context, opts cluster.Options) (*suite, error) {

@@ -3,6 +3,7 @@ package inject
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -76,6 +77,7 @@ func (e *Engine) entryFor(ps *profileState, p *pod, s *scratch) (*planEntry, err
 func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, error) {
 	var warnings []string
 	chosen := ps.templates
+	selection := "" // graft.dev/templates, when it chose the templates
 	if raw, ok := p.annotation(annotationTemplates); ok {
 		val, err := unquoteRaw(raw, strings.Contains(raw, `\`))
 		if err != nil {
@@ -84,7 +86,7 @@ func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, erro
 		sel, problem := ps.selectTemplates(val)
 		switch {
 		case problem == "":
-			chosen = sel
+			chosen, selection = sel, strings.Clone(val)
 		case ps.cfg.OnInvalidParams == InvalidDeny:
 			return &planEntry{denyMsg: problem, reason: ReasonTemplateSelection}, nil
 		default:
@@ -137,11 +139,11 @@ func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, erro
 		// the body it was read from.
 		overrides[t.Name][prm.Name] = strings.Clone(val)
 	}
-	ent, err := e.buildEntry(ps, chosen, overrides)
+	ent, more, err := e.buildForPod(ps, chosen, overrides, selection)
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range warnings {
+	for _, w := range append(warnings, more...) {
 		ent.warnings = append(ent.warnings, appendJSONString(nil, shortWarning("graft: "+w)))
 	}
 	return ent, nil
@@ -185,6 +187,89 @@ func templateNames(ts []*templates.Template) []string {
 		names[i] = t.Name
 	}
 	return names
+}
+
+// buildForPod builds the entry for a Pod's templates and parameter
+// overrides. Every render is validated (Render, then the templates against
+// each other); the profile's own values passed in New, so a render that
+// fails is the Pod's doing: answered per onInvalidParams with a message
+// naming the annotations that changed the failing templates' values, and
+// never cached as a plan. The warnings are for the response.
+func (e *Engine) buildForPod(ps *profileState, chosen []*templates.Template, overrides map[string]map[string]string, selection string) (*planEntry, []string, error) {
+	deny := ps.cfg.OnInvalidParams == InvalidDeny
+	var warnings []string
+	for {
+		ent, err := e.buildEntry(ps, chosen, overrides)
+		bad := invalidRender(err)
+		if bad == nil {
+			return ent, warnings, err
+		}
+		blamed := ps.blame(chosen, overrides, bad)
+		if len(blamed) == 0 {
+			// No value the Pod set: the templates it selected clash.
+			if selection == "" {
+				return nil, nil, err
+			}
+			problem := fmt.Sprintf("annotation %s=%q: %s", annotationTemplates, selection, err.Error())
+			if deny {
+				return &planEntry{denyMsg: problem, reason: ReasonTemplateSelection, names: templateNames(chosen)}, nil, nil
+			}
+			def := *ps.def
+			return &def, append(warnings, problem+"; using the profile's templates"), nil
+		}
+		if deny {
+			return &planEntry{denyMsg: blamed + ": " + err.Error(), reason: ReasonInvalidParams, names: templateNames(chosen)}, nil, nil
+		}
+		warnings = append(warnings, blamed+" ignored: "+err.Error())
+		for _, t := range bad {
+			delete(overrides, t)
+		}
+	}
+}
+
+// invalidRender returns the templates a failed build is about when the
+// rendered fragments are at fault (invalid for the API server, or
+// clashing), and nil for any other error.
+func invalidRender(err error) []string {
+	if re, ok := errors.AsType[*templates.RenderError](err); ok {
+		return []string{re.Template}
+	}
+	if ce, ok := errors.AsType[*conflictError](err); ok {
+		return []string{ce.first, ce.second}
+	}
+	return nil
+}
+
+// blame names the overrides of the templates called names that change a
+// value from the profile's: `annotation graft.dev/<t>.<p>="v"`, or
+// `annotations ...` for several; "" when there are none.
+func (ps *profileState) blame(chosen []*templates.Template, overrides map[string]map[string]string, names []string) string {
+	var out []string
+	for _, n := range names {
+		t := findTemplate(chosen, n)
+		for _, pn := range slices.Sorted(maps.Keys(overrides[n])) {
+			v := overrides[n][pn]
+			if prm, ok := t.Param(pn); ok && v != ps.baseValue(n, prm) {
+				out = append(out, fmt.Sprintf("%s=%q", t.AnnotationKey(pn), v))
+			}
+		}
+	}
+	switch len(out) {
+	case 0:
+		return ""
+	case 1:
+		return "annotation " + out[0]
+	}
+	return "annotations " + strings.Join(out, ", ")
+}
+
+// baseValue is what parameter prm of template tmpl is without the Pod's
+// annotation: the profile's value, else the default.
+func (ps *profileState) baseValue(tmpl string, prm *templates.Param) string {
+	if v, ok := ps.cfg.Params[tmpl][prm.Name]; ok {
+		return v
+	}
+	return prm.Default
 }
 
 // buildEntry renders tmpls with the profile's parameters overlaid by the

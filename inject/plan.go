@@ -127,7 +127,7 @@ func buildPlan(id uint32, revision string, tmpls []*templates.Template, params m
 	seen := map[string]string{} // "kind/name" -> template
 	claim := func(kind, name, tmpl string) error {
 		if prev, dup := seen[kind+"/"+name]; dup {
-			return fmt.Errorf("templates %s and %s both inject %s %q", prev, tmpl, kind, name)
+			return &conflictError{first: prev, second: tmpl, kind: kind, name: name}
 		}
 		seen[kind+"/"+name] = tmpl
 		return nil
@@ -194,6 +194,15 @@ func buildPlan(id uint32, revision string, tmpls []*templates.Template, params m
 		e.ref = i
 	}
 	return pl, nil
+}
+
+// conflictError is two templates injecting the same name into one Pod.
+// Like a *templates.RenderError, it depends on the templates chosen and
+// the values they were rendered with.
+type conflictError struct{ first, second, kind, name string }
+
+func (e *conflictError) Error() string {
+	return fmt.Sprintf("templates %s and %s both inject %s %q", e.first, e.second, e.kind, e.name)
 }
 
 // templateDigest is planTemplate.digest for t rendered with overrides

@@ -44,31 +44,37 @@ func TestSonicNodeMirror(t *testing.T) {
 // should name, for each way a mirror can go wrong. (The mirrors end in
 // uintptr fields where the first difference comes earlier.)
 func TestSameLayoutCatches(t *testing.T) {
+	//lint:ignore U1000 the mirrors are read only through reflect
 	type renamed struct {
 		typ  int64
 		l    uint
 		p, m uintptr
 	}
+	//lint:ignore U1000 the mirrors are read only through reflect
 	type reordered struct {
 		l    uint
 		t    int64
 		p, m uintptr
 	}
+	//lint:ignore U1000 the mirrors are read only through reflect
 	type otherKind struct {
 		t    uint64
 		l    uint
 		p, m uintptr
 	}
+	//lint:ignore U1000 the mirrors are read only through reflect
 	type integerPointers struct {
 		t    int64
 		l    uint
 		p, m uintptr
 	}
+	//lint:ignore U1000 the mirrors are read only through reflect
 	type smaller struct {
 		t    int32
 		l    uint32
 		p, m uintptr
 	}
+	//lint:ignore U1000 the mirrors are read only through reflect
 	type fewer struct {
 		t int64
 		l uint

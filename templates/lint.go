@@ -1,9 +1,11 @@
 package templates
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -24,6 +26,15 @@ type Problem struct {
 
 // String is the `file: template: problem` line `graft templates lint` prints.
 func (p Problem) String() string { return p.File + ": " + p.Template + ": " + p.Message }
+
+// In is the line for a tree linted at dir: p.File joined to dir.
+func (p Problem) In(dir string) string {
+	p.File = filepath.Join(dir, p.File)
+	return p.String()
+}
+
+// noTemplates is the problem of a set or tree without a template.
+var noTemplates = Problem{File: ".", Template: "-", Message: "no templates (*.yaml) found"}
 
 // Lint lints every directory of fsys that holds *.yaml templates (fsys's
 // root included; hidden and testdata directories skipped), each as one
@@ -52,11 +63,11 @@ func Lint(fsys fs.FS) ([]Problem, error) {
 		return nil, fmt.Errorf("list templates: %w", err)
 	}
 	if len(dirs) == 0 {
-		return []Problem{{File: ".", Template: "-", Message: "no templates (*.yaml) found"}}, nil
+		return []Problem{noTemplates}, nil
 	}
 	var problems []Problem
 	for _, dir := range dirs {
-		ps, err := lintDir(fsys, dir)
+		_, ps, err := lintDir(fsys, dir, lintCases)
 		if err != nil {
 			return nil, err
 		}
@@ -65,14 +76,17 @@ func Lint(fsys fs.FS) ([]Problem, error) {
 	return problems, nil
 }
 
-// lintDir lints the templates directly in dir as one set.
-func lintDir(fsys fs.FS, dir string) ([]Problem, error) {
+// lintDir parses and lints the templates directly in dir as one set,
+// rendering each in the cases cases gives. It returns every template that
+// parsed, problems or not.
+func lintDir(fsys fs.FS, dir string, cases func(*Template) []lintCase) ([]*Template, []Problem, error) {
 	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
-		return nil, fmt.Errorf("list templates: %w", err)
+		return nil, nil, fmt.Errorf("list templates: %w", err)
 	}
 	var problems []Problem
 	var linted []*Template
+	var defaults []rendered // for lintAcross
 	for _, ent := range entries {
 		if ent.IsDir() || path.Ext(ent.Name()) != ".yaml" {
 			continue
@@ -97,12 +111,16 @@ func lintDir(fsys fs.FS, dir string) ([]Problem, error) {
 		for _, msg := range lintBooleans(data) {
 			problems = append(problems, Problem{file, t.Name, msg})
 		}
-		for _, msg := range lintTemplate(t) {
+		msgs, f := lintTemplate(t, cases(t))
+		for _, msg := range msgs {
 			problems = append(problems, Problem{file, t.Name, msg})
 		}
 		linted = append(linted, t)
+		if f != nil {
+			defaults = append(defaults, rendered{t, f})
+		}
 	}
-	return append(problems, lintAcross(linted)...), nil
+	return linted, append(problems, lintAcross(defaults)...), nil
 }
 
 // lintBooleans finds template fields meant as strings that YAML 1.1, which
@@ -151,18 +169,23 @@ type lintCase struct {
 	overrides map[string]string
 }
 
-// lintTemplate renders t in every lint case and returns each distinct
-// problem once, labelled with the first case that showed it.
-func lintTemplate(t *Template) []string {
-	var out []string
+// lintTemplate renders t in every case and returns each distinct problem
+// once, labelled with the first case that showed it, and the fragment of
+// the first case (the defaults) if it rendered.
+func lintTemplate(t *Template, cases []lintCase) (out []string, defaults *Fragment) {
 	seen := map[string]bool{}
-	for _, c := range lintCases(t) {
+	for i, c := range cases {
 		f, err := t.Render(c.overrides)
+		if i == 0 {
+			defaults = f
+		}
 		var found []string
-		if err != nil {
+		rerr, isRender := errors.AsType[*RenderError](err)
+		switch {
+		case isRender:
+			found = rerr.Problems
+		case err != nil:
 			found = []string{err.Error()}
-		} else {
-			found = checkFragment(f)
 		}
 		for _, msg := range found {
 			if !seen[msg] {
@@ -171,14 +194,17 @@ func lintTemplate(t *Template) []string {
 			}
 		}
 	}
-	return out
+	return out, defaults
 }
+
+// defaultsOnly is the one case of a template known to pass lintCases.
+func defaultsOnly(*Template) []lintCase { return []lintCase{{label: "with defaults"}} }
 
 // lintCases are the defaults, each parameter alone at each of its bounds
 // (min, max, every enum value, both bools, the shortest and longest list),
 // then every bounded parameter at its min together, and at its max.
 func lintCases(t *Template) []lintCase {
-	cases := []lintCase{{label: "with defaults"}}
+	cases := defaultsOnly(t)
 	allMin, allMax := map[string]string{}, map[string]string{}
 	for i := range t.Params {
 		p := &t.Params[i]
@@ -264,19 +290,21 @@ func listLen(v string) int {
 // owner is where a name shared across templates was first seen.
 type owner struct{ template, file string }
 
-// lintAcross renders every template with its defaults and reports names two
-// templates would both inject into one Pod.
-func lintAcross(ts []*Template) []Problem {
-	ts = slices.Clone(ts)
-	slices.SortFunc(ts, func(a, b *Template) int { return strings.Compare(a.Name, b.Name) })
+// rendered is a template and its fragment with defaults.
+type rendered struct {
+	t *Template
+	f *Fragment
+}
+
+// lintAcross reports names two templates, rendered with their defaults,
+// would both inject into one Pod.
+func lintAcross(rs []rendered) []Problem {
+	slices.SortFunc(rs, func(a, b rendered) int { return strings.Compare(a.t.Name, b.t.Name) })
 	seen := map[string]owner{}
 	var problems []Problem
-	for _, t := range ts {
-		f, err := t.Render(nil)
-		if err != nil {
-			continue // already reported by lintTemplate
-		}
-		for _, key := range injectedNames(f) {
+	for _, r := range rs {
+		t := r.t
+		for _, key := range injectedNames(r.f) {
 			if o, dup := seen[key]; dup && o.template != t.Name {
 				problems = append(problems, Problem{t.File, t.Name,
 					fmt.Sprintf("%s is also injected by template %s (%s)", key, o.template, o.file)})

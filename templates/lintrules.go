@@ -14,9 +14,11 @@ import (
 )
 
 // checkFragment checks a rendered fragment against the Kubernetes rules a
-// Pod holding it must meet. Parsing already proved each element decodes
-// into its Kubernetes type; these are the rules the API server checks on
-// top. Each problem names the element it is about.
+// Pod holding it must meet; Render applies it to every fragment, so lint,
+// `graft render` and the engine share it. Parsing already proved each
+// element decodes into its Kubernetes type (quantities included); these
+// are the rules the API server checks on top. Each problem names the
+// element it is about.
 func checkFragment(f *Fragment) []string {
 	var out []string
 	add := func(where string, errs ...string) {
@@ -38,9 +40,16 @@ func checkFragment(f *Fragment) []string {
 		sidecar bool
 	}{{"initContainers", f.InitContainers, true}, {"containers", f.Containers, false}}
 	ports := map[string]string{}
+	// Parsing rejects a name twice in one list; a Pod's container names
+	// are unique across both lists.
+	containers := map[string]string{}
 	for _, l := range lists {
 		for _, el := range l.els {
 			where := fmt.Sprintf("%s[%s]", l.what, el.Name)
+			if other, dup := containers[el.Name]; dup {
+				add(where, "name: also used by "+other)
+			}
+			containers[el.Name] = where
 			var c corev1.Container
 			if err := json.Unmarshal(el.Raw, &c); err != nil {
 				add(where, err.Error())

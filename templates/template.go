@@ -102,7 +102,10 @@ func (t *Template) Values(overrides map[string]string) (map[string]any, error) {
 }
 
 // Render executes the template with overrides applied to the defaults and
-// returns the fragment. It validates every value and the rendered output.
+// returns the fragment. It validates every value (a *ParamError) and the
+// rendered fragment against the rules a Pod holding it must meet (a
+// *RenderError, see checkFragment): every caller, the engine included,
+// gets only fragments that pass lint's Kubernetes checks.
 func (t *Template) Render(overrides map[string]string) (*Fragment, error) {
 	text, err := t.RenderYAML(overrides)
 	if err != nil {
@@ -110,13 +113,16 @@ func (t *Template) Render(overrides map[string]string) (*Fragment, error) {
 	}
 	f, err := parseFragment(text)
 	if err != nil {
-		return nil, fmt.Errorf("template %s: rendered fragment: %w", t.Name, err)
+		return nil, &RenderError{Template: t.Name, Problems: []string{"rendered fragment: " + err.Error()}, err: err}
+	}
+	if problems := checkFragment(f); len(problems) > 0 {
+		return nil, &RenderError{Template: t.Name, Problems: problems}
 	}
 	return f, nil
 }
 
 // RenderYAML executes the template and returns the raw rendered text, for
-// `graft render` and lint messages.
+// `graft render` and lint messages. It does not check the text.
 func (t *Template) RenderYAML(overrides map[string]string) ([]byte, error) {
 	vals, err := t.Values(overrides)
 	if err != nil {
@@ -124,7 +130,25 @@ func (t *Template) RenderYAML(overrides map[string]string) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	if err := t.tmpl.Execute(&buf, vals); err != nil {
-		return nil, fmt.Errorf("template %s: render: %w", t.Name, err)
+		return nil, &RenderError{Template: t.Name, Problems: []string{"render: " + err.Error()}, err: err}
 	}
 	return buf.Bytes(), nil
 }
+
+// RenderError is a render a Pod could not hold: the template failed to
+// execute, its output is not a fragment, or the fragment breaks a rule the
+// API server checks. It depends on the parameter values rendered with.
+type RenderError struct {
+	Template string
+	// Problems each name the element and the rule broken, as lint prints
+	// them: "initContainers[x]: name: ...".
+	Problems []string
+	err      error
+}
+
+func (e *RenderError) Error() string {
+	return "template " + e.Template + ": " + strings.Join(e.Problems, "; ")
+}
+
+// Unwrap returns the execution or parse error, if that is what failed.
+func (e *RenderError) Unwrap() error { return e.err }

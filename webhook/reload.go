@@ -1,11 +1,13 @@
 package webhook
 
 import (
+	"errors"
 	"path/filepath"
 
 	"go.uber.org/zap"
 
 	"github.com/graftdev/graft/config"
+	"github.com/graftdev/graft/templates"
 )
 
 // relevantConfigEvent reports whether a change to name may change the
@@ -24,12 +26,18 @@ func (s *Server) relevantConfigEvent(name string) bool {
 
 // reload reads config and templates again and swaps in the new state. A
 // valid result is swapped in atomically; an invalid one is logged with its
-// reason and counted, and the current state keeps serving.
+// reason and counted, and the current state keeps serving. A template set
+// that lint refuses is refused here too; its problems are logged one by one
+// as `graft templates lint` prints them.
 func (s *Server) reload() {
 	err := s.tryReload()
 	if err != nil {
 		s.metrics.reloadErr.Inc()
-		s.log.Error("config reload rejected; the previous configuration keeps serving", zap.Error(err))
+		fields := []zap.Field{zap.Error(err)}
+		if se, ok := errors.AsType[*templates.SetError](err); ok {
+			fields = append(fields, zap.Strings("problems", se.Lines()))
+		}
+		s.log.Error("config reload rejected; the previous configuration keeps serving", fields...)
 	} else {
 		s.metrics.reloadOK.Inc()
 	}

@@ -31,6 +31,8 @@ type loaded struct {
 
 // load reads the config file and the templates. override (the flags) is
 // applied to the file's settings before they are defaulted and validated.
+// A templates directory lint refuses fails the load (a
+// *templates.SetError listing the problems), at start as on a reload.
 func load(configPath string, override func(*config.Server)) (*loaded, error) {
 	f, err := config.Load(configPath)
 	if err != nil {

@@ -2,7 +2,8 @@
 // through a real kube-apiserver (and etcd) on loopback: with no mutation,
 // with graft, with the conventional webhook (bench/peers/conventional), and
 // with a MutatingAdmissionPolicy (admissionregistration.k8s.io/v1,
-// JSONPatch) that adds the same container. Pods are created one at a time,
+// JSONPatch) that adds the same container, and with the policies `graft
+// export` writes for the same profile. Pods are created one at a time,
 // the variants taking turns, so drift in the machine hits all alike; it
 // reports p50/p90/p99 and each variant's overhead over none. Run it with
 // `make bench-e2e`.
@@ -127,7 +128,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
-	variants := []variant{none, graft, conv, policy}
+	exported, err := setupExport(ctx, c, sidecar)
+	if err != nil {
+		return err
+	}
+	variants := []variant{none, graft, conv, policy, exported}
 	for _, v := range variants {
 		if err := waitInjecting(ctx, client, v, pod); err != nil {
 			return err
@@ -239,7 +244,8 @@ func writeReport(dir string, rows []Row, stdout io.Writer) error {
 	var md strings.Builder
 	fmt.Fprintf(&md, "## Pod create latency through kube-apiserver (%s)\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	md.WriteString("One client creating the small corpus Pod one at a time; etcd, kube-apiserver and the webhooks on loopback, unpinned. " +
-		"`policy` is a MutatingAdmissionPolicy (JSONPatch) adding the same init containers and volumes as graft's default profile; graft and conventional also add annotations and any env and mounts the templates give app containers.\n\n")
+		"`policy` is a MutatingAdmissionPolicy (JSONPatch) adding the same init containers and volumes as graft's default profile; graft and conventional also add annotations and any env and mounts the templates give app containers; " +
+		"`graft-export` is the policies `graft export` writes for that profile (the same Pod as graft, and the parameter and final-state checks).\n\n")
 	md.WriteString("| variant | pods | p50 | p90 | p99 | mean | p50 overhead | p99 overhead |\n|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&md, "| %s | %d | %s | %s | %s | %s | %s | %s |\n", r.Variant, r.Pods,

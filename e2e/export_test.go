@@ -1,0 +1,352 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	regv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/graftdev/graft/e2e/internal/cluster"
+	"github.com/graftdev/graft/export"
+	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/templates"
+)
+
+// `graft export` against the webhook: for each profile, one namespace
+// served by graft (the shipped webhook registration on /inject/<profile>)
+// and one by the exported policies, and the same Pod created (dry run) in
+// both must come out the same, field for field, graft.dev/status included,
+// or be refused by both with the same message.
+
+// exportLabel selects a profile's policy namespace in these tests; the
+// exported bindings' own selector (graft.dev/inject) would also call the
+// suite's shipped webhook.
+const exportLabel = "e2e.graft.dev/export"
+
+// exportPair is a profile wired twice.
+type exportPair struct {
+	profile           string
+	webhookNS, policy string
+}
+
+// exportFixture wires every profile of the suite's configuration once for
+// the tests below.
+type exportFixture struct {
+	once  sync.Once
+	err   error
+	cfg   inject.Config
+	set   *templates.Set
+	pairs map[string]exportPair
+}
+
+var exported exportFixture
+
+func (f *exportFixture) get(t *testing.T) *exportFixture {
+	t.Helper()
+	f.once.Do(func() { f.err = f.setup(context.Background()) })
+	if f.err != nil {
+		t.Fatalf("wire exported policies: %v", f.err)
+	}
+	return f
+}
+
+func (f *exportFixture) setup(ctx context.Context) error {
+	var err error
+	if f.cfg, err = suiteConfig(); err != nil {
+		return err
+	}
+	if f.set, err = templates.Builtin(); err != nil {
+		return err
+	}
+	f.pairs = map[string]exportPair{}
+	var hooks []regv1.MutatingWebhook
+	for _, profile := range slices.Sorted(maps.Keys(f.cfg.Profiles)) {
+		pair := exportPair{profile: profile, webhookNS: "e2e-exp-wh-" + profile, policy: "e2e-exp-pol-" + profile}
+		if err := env.cluster.CreateNamespace(ctx, pair.webhookNS, nil); err != nil {
+			return err
+		}
+		if err := env.cluster.CreateNamespace(ctx, pair.policy, map[string]string{exportLabel: profile}); err != nil {
+			return err
+		}
+		h := scopedGraftWebhook(profile+".export.e2e.graft.dev", pair.webhookNS, "/inject/"+profile)
+		if f.cfg.Profiles[profile].InjectHostNetwork {
+			// As the shipped registration says for such profiles.
+			h.MatchConditions = slices.DeleteFunc(h.MatchConditions, func(c regv1.MatchCondition) bool { return c.Name == "not-host-network" })
+		}
+		hooks = append(hooks, h)
+		pols, err := export.Export(f.cfg, f.set, profile)
+		if err != nil {
+			return fmt.Errorf("export %s: %w", profile, err)
+		}
+		cluster.SelectNamespaces(pols, &metav1.LabelSelector{MatchLabels: map[string]string{exportLabel: profile}})
+		if err := env.cluster.CreatePolicies(ctx, pols); err != nil {
+			return fmt.Errorf("profile %s: %w", profile, err)
+		}
+		f.pairs[profile] = pair
+	}
+	cfg := &regv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "graft-e2e-export"}, Webhooks: hooks}
+	if _, err := env.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	for _, pair := range f.pairs {
+		for _, ns := range []string{pair.webhookNS, pair.policy} {
+			if err := env.waitInjecting(ctx, ns); err != nil {
+				return fmt.Errorf("profile %s never injected in %s: %w", pair.profile, ns, err)
+			}
+		}
+	}
+	return nil
+}
+
+// outcome is what a dry-run create gave: the stored Pod, or the refusal.
+type outcome struct {
+	pod    any
+	refuse string
+}
+
+func dryRun(ctx context.Context, ns string, p *corev1.Pod) outcome {
+	got, err := env.client.CoreV1().Pods(ns).Create(ctx, placed(p, p.Name, ns), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		return outcome{refuse: refusal(err.Error(), ns)}
+	}
+	return outcome{pod: comparable(got)}
+}
+
+// refusal keeps what decides a refusal: the message of whichever
+// admission step refused (a webhook and a policy word their prefixes
+// differently), with the namespace blanked.
+func refusal(msg, ns string) string {
+	for _, marker := range []string{"denied the request: ", "denied request: "} {
+		if i := strings.Index(msg, marker); i >= 0 {
+			msg = "denied: " + msg[i+len(marker):]
+			break
+		}
+	}
+	return strings.ReplaceAll(msg, ns, "NS")
+}
+
+// requireSame creates p through the webhook and through the policies.
+func requireSame(t *testing.T, pair exportPair, p *corev1.Pod) outcome {
+	t.Helper()
+	wh := dryRun(t.Context(), pair.webhookNS, p)
+	pol := dryRun(t.Context(), pair.policy, p)
+	if d := cmp.Diff(wh.pod, pol.pod); d != "" || wh.refuse != pol.refuse {
+		in, _ := json.Marshal(p)
+		t.Fatalf("profile %s: the policies and the webhook disagree on %s\nwebhook refusal: %q\npolicy refusal:  %q\n(-webhook +policy):\n%s",
+			pair.profile, in, wh.refuse, pol.refuse, d)
+	}
+	return wh
+}
+
+// TestExportGoldenEquivalence: every Pod CREATE of the engine's golden
+// corpus, with the profile its golden names.
+func TestExportGoldenEquivalence(t *testing.T) {
+	f := exported.get(t)
+	files, err := filepath.Glob(filepath.Join(goldenDir, "*.in.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden inputs: %v", err)
+	}
+	ran := 0
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".in.json")
+		var in struct {
+			Profile string `json:"profile"`
+			Review  struct {
+				Request struct {
+					Kind        struct{ Kind string }
+					Operation   string          `json:"operation"`
+					SubResource string          `json:"subResource"`
+					Object      json.RawMessage `json:"object"`
+				} `json:"request"`
+			} `json:"review"`
+		}
+		readJSON(t, file, &in)
+		r := in.Review.Request
+		if r.Kind.Kind != "Pod" || r.Operation != "CREATE" || r.SubResource != "" {
+			continue // not what an admission policy on Pod CREATE sees
+		}
+		profile := in.Profile
+		if profile == "" {
+			profile = f.cfg.DefaultProfile
+		}
+		t.Run(name, func(t *testing.T) {
+			var p corev1.Pod
+			if err := json.Unmarshal(r.Object, &p); err != nil {
+				t.Fatal(err)
+			}
+			p.Name = "golden-" + name
+			out := requireSame(t, f.pairs[profile], &p)
+			t.Logf("profile %s: refused=%t", profile, out.refuse != "")
+		})
+		ran++
+	}
+	t.Logf("%d golden inputs compared", ran)
+}
+
+// TestExportPropertyEquivalence: generated Pods across every profile,
+// with collisions, awkward lists and maps, and valid and invalid graft
+// annotations.
+func TestExportPropertyEquivalence(t *testing.T) {
+	f := exported.get(t)
+	profiles := slices.Sorted(maps.Keys(f.pairs))
+	gens := map[string]*podGen{}
+	for _, prof := range profiles {
+		g, err := newPodGen(f.cfg, f.set, prof)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gens[prof] = g
+	}
+	const pods = 320
+	r := rand.New(rand.NewPCG(14, 2026))
+	injected, refused := 0, 0
+	for i := range pods {
+		prof := profiles[i%len(profiles)]
+		p := gens[prof].pod(r, fmt.Sprintf("gen-%d", i))
+		out := requireSame(t, f.pairs[prof], p)
+		if out.refuse != "" {
+			refused++
+		} else if strings.Contains(fmt.Sprint(out.pod), cluster.StatusAnnotation) {
+			injected++
+		}
+	}
+	t.Logf("%d generated Pods over %d profiles: %d injected, %d refused by both, the rest skipped by both", pods, len(profiles), injected, refused)
+	if injected < pods/3 || refused < pods/20 {
+		t.Errorf("the generator is off: %d injected, %d refused of %d", injected, refused, pods)
+	}
+}
+
+// TestExportRefusesInvalidParameters: each kind of invalid annotation is
+// refused by the exported ValidatingAdmissionPolicy with the message the
+// webhook gives.
+func TestExportRefusesInvalidParameters(t *testing.T) {
+	f := exported.get(t)
+	cases := []struct{ profile, key, value, want string }{
+		{"agent", "graft.dev/agent.port", "80", `annotation graft.dev/agent.port="80": must be at least 1024`},
+		{"agent", "graft.dev/agent.port", "http", `annotation graft.dev/agent.port="http": must be an integer`},
+		{"agent", "graft.dev/agent.cpu", "3", `annotation graft.dev/agent.cpu="3": must be at most 2`},
+		{"agent", "graft.dev/agent.memory", "lots", `annotation graft.dev/agent.memory="lots": must be a Kubernetes quantity such as 100m or 64Mi`},
+		{"agent", "graft.dev/agent.logLevel", "loud", `annotation graft.dev/agent.logLevel="loud": must be one of debug, info, warn, error`},
+		{"agent", "graft.dev/agent.flushInterval", "1d", `annotation graft.dev/agent.flushInterval="1d": must be a duration such as 30s or 5m`},
+		{"agent", "graft.dev/agent.flushInterval", "500ms", `annotation graft.dev/agent.flushInterval="500ms": must be at least 1s`},
+		{"agent", "graft.dev/agent.debug", "yes", `annotation graft.dev/agent.debug="yes": must be "true" or "false"`},
+		{"agent", "graft.dev/agent.image", "Bad\x01Image", `annotation graft.dev/agent.image="Bad\x01Image": must match ^[a-z0-9][a-z0-9._/:@-]*$`},
+		{"agent", "graft.dev/agent.colour", "blue", `annotation graft.dev/agent.colour: template agent has no parameter "colour"`},
+		{"agent", "graft.dev/templates", "agent, mesh-proxy", `annotation graft.dev/templates="agent, mesh-proxy": template "mesh-proxy" is not allowed here (allowed: agent)`},
+		{"mesh-proxy", "graft.dev/mesh-proxy.excludeInboundPorts", "80,,443", `annotation graft.dev/mesh-proxy.excludeInboundPorts="80,,443": must be a comma-separated list without empty items`},
+		{"mesh-proxy", "graft.dev/mesh-proxy.excludeInboundPorts", "80, 99999", `annotation graft.dev/mesh-proxy.excludeInboundPorts="80, 99999": item "99999" must match ^([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$`},
+		{"secrets-agent", "graft.dev/secrets-agent.secretPaths", "", `annotation graft.dev/secrets-agent.secretPaths="": must have at least 1 items`},
+		{"secrets-agent", "graft.dev/secrets-agent.refreshInterval", "48h", `annotation graft.dev/secrets-agent.refreshInterval="48h": must be at most 24h`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.profile+"/"+tc.value, func(t *testing.T) {
+			p := simplePod("bad-param")
+			p.Annotations = map[string]string{tc.key: tc.value}
+			out := requireSame(t, f.pairs[tc.profile], p)
+			if want := "denied: " + tc.want; out.refuse != want {
+				t.Fatalf("refusal %q, want %q", out.refuse, want)
+			}
+		})
+	}
+}
+
+// TestExportedBindingSelectsNamespaces applies a profile's policies as
+// exported, selectors included: only its labelled namespace is injected,
+// and the Pods graft skips are skipped.
+func TestExportedBindingSelectsNamespaces(t *testing.T) {
+	f := exported.get(t)
+	// A profile no shipped webhook serves, so only the policies act.
+	const profile = "e2e-agent"
+	pols, err := export.Export(f.cfg, f.set, profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []*metav1.ObjectMeta{&pols.Mutating.ObjectMeta, &pols.MutatingBinding.ObjectMeta} {
+		o.Name += "-selectors"
+	}
+	pols.MutatingBinding.Spec.PolicyName = pols.Mutating.Name
+	for i := range pols.Validating {
+		pols.Validating[i].Name += "-selectors"
+		pols.Bindings[i].Name += "-selectors"
+		pols.Bindings[i].Spec.PolicyName = pols.Validating[i].Name
+	}
+	if err := env.cluster.CreatePolicies(t.Context(), pols); err != nil {
+		t.Fatal(err)
+	}
+	labelled := newNamespace(t, "e2e-exp-selected", map[string]string{cluster.InjectLabel: profile})
+	other := newNamespace(t, "e2e-exp-unselected", map[string]string{cluster.InjectLabel: "e2e-none"})
+	if err := env.waitInjecting(t.Context(), labelled); err != nil {
+		t.Fatal(err)
+	}
+	create := func(ns string, p *corev1.Pod) *corev1.Pod {
+		got, err := env.client.CoreV1().Pods(ns).Create(t.Context(), p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			t.Fatalf("create in %s: %v", ns, err)
+		}
+		return got
+	}
+	requireAgentInjected(t, create(labelled, simplePod("selected", "a", "b")))
+	requireUntouched(t, create(other, simplePod("unselected")))
+	optedOut := simplePod("opted-out")
+	optedOut.Labels = map[string]string{cluster.InjectLabel: "false"}
+	requireUntouched(t, create(labelled, optedOut))
+	hostNet := simplePod("host-network")
+	hostNet.Spec.HostNetwork = true
+	requireUntouched(t, create(labelled, hostNet))
+	mirror := simplePod("mirror")
+	mirror.Annotations = map[string]string{"kubernetes.io/config.mirror": "x"}
+	mirror.Spec.NodeName = "node-1" // as a mirror Pod must
+	requireUntouched(t, create(labelled, mirror))
+	// Idempotent: the injected Pod through the policies again is unchanged.
+	first := create(labelled, simplePod("again"))
+	resubmit := first.DeepCopy()
+	resubmit.ResourceVersion, resubmit.UID, resubmit.CreationTimestamp = "", "", metav1.Time{}
+	if d := cmp.Diff(comparable(first), comparable(create(labelled, resubmit))); d != "" {
+		t.Fatalf("a second pass changed the Pod (-first +second):\n%s", d)
+	}
+}
+
+// TestExportReinvocationWithForeignMutator: with the foreign mutator of
+// TestReinvocationWithForeignMutator after it, the exported policy (run
+// again, reinvocationPolicy: IfNeeded) leaves the Pod as graft does: the
+// foreign container gets graft's app-container edits, nothing twice.
+func TestExportReinvocationWithForeignMutator(t *testing.T) {
+	exported.get(t)
+	const profile = "agent"
+	pair := exportPair{profile: profile,
+		webhookNS: newNamespace(t, "e2e-exp-wh-foreign", nil),
+		policy:    newNamespace(t, "e2e-exp-pol-foreign", map[string]string{exportLabel: profile})}
+	registerWebhooks(t, "graft-e2e-export-foreign", scopedGraftWebhook("foreign.export.e2e.graft.dev", pair.webhookNS, "/inject/"+profile))
+	for _, ns := range []string{pair.webhookNS, pair.policy} {
+		registerForeign(t, ns, &foreignMutator{})
+		waitFor(t, "graft and the foreign webhook in "+ns, func(ctx context.Context) error {
+			p, err := env.client.CoreV1().Pods(ns).Create(ctx, simplePod("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err != nil {
+				return err
+			}
+			if countContainers(p, foreignContainer) == 0 || !isInjected(p) {
+				return fmt.Errorf("containers %s, injected %t", containerNames(p), isInjected(p))
+			}
+			return nil
+		})
+	}
+	p := simplePod("reinvoked", "app", "worker")
+	p.Spec.InitContainers = []corev1.Container{{Name: "setup", Image: "registry.invalid/setup:1"}}
+	requireSame(t, pair, p)
+	got, err := env.client.CoreV1().Pods(pair.policy).Create(t.Context(), p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireAgentInjected(t, got) // every app container, the foreign one too
+}

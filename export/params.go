@@ -1,0 +1,192 @@
+package export
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/graftdev/graft/templates"
+)
+
+// Parameters in CEL. A Pod sets parameter p of template t with the
+// annotation graft.dev/t.p; without it the profile's value, or else the
+// template's default, applies. Each parameter the fragment shows is a
+// policy variable holding its text (paramText), and a list parameter also
+// one holding its items.
+
+// celIdent makes a CEL identifier of a template and parameter name;
+// template names are DNS labels, so the mapping is one to one.
+func celIdent(prefix, tmpl, param string) string {
+	return prefix + "_" + strings.ReplaceAll(tmpl, "-", "_") + "_" + param
+}
+
+func annotationKey(tmpl, param string) string { return templates.AnnotationPrefix + tmpl + "." + param }
+
+// paramVars names a profile's parameter variables.
+type paramVars struct {
+	tmpl string
+}
+
+func (v paramVars) text(src holeSrc) string {
+	t := "variables." + celIdent("p", v.tmpl, src.param.Name)
+	if src.not {
+		return "(" + t + ` == "true" ? "false" : "true")`
+	}
+	return t
+}
+
+func (v paramVars) list(p *templates.Param) string {
+	return "variables." + celIdent("l", v.tmpl, p.Name)
+}
+
+// rawValue is a CEL string: the annotation's value when valid, else def,
+// as the engine does for profiles with onInvalidParams: default. Profiles
+// that deny invalid values need it too: the validating policy refuses
+// such a Pod, but only after mutation, and a value the Pod cannot hold
+// (a bad quantity) would fail the mutation itself with another error.
+func rawValue(tmpl string, p *templates.Param, def string) string {
+	key := celString(annotationKey(tmpl, p.Name))
+	v := "variables.annotations[" + key + "]"
+	return "(" + key + " in variables.annotations && " + ruleExpr(p, v) + ` == "" ? ` + v + " : " + celString(def) + ")"
+}
+
+// textExpr is a CEL string: the text a valid raw value renders to. The
+// conversion to string types it for the homogeneous list literals CEL
+// insists on; the annotations map may be typed dyn.
+func textExpr(p *templates.Param, raw string) string {
+	if p.Type == templates.TypeInt {
+		return "string(int(" + raw + "))"
+	}
+	return "string(" + raw + ")"
+}
+
+// itemsExpr is a CEL list of strings: a valid list value's items.
+func itemsExpr(raw string) string {
+	return "(" + raw + ` == "" ? [] : ` + raw + `.split(",").map(it, it.trim()))`
+}
+
+// celQuote is Go's %q of a CEL string, as the engine's messages print
+// values: strings.quote escapes what Go escapes by name, and the replaces
+// the other ASCII control characters, which Go writes as \x escapes.
+// (Go also escapes non-printable runes above ASCII; CEL leaves them.)
+func celQuote(s string) string {
+	var b strings.Builder
+	b.WriteString("strings.quote(" + s + ")")
+	for r := rune(0); r < 0x20 || r == 0x7f; r++ {
+		switch r {
+		case '\a', '\b', '\f', '\n', '\r', '\t', '\v':
+			continue
+		}
+		fmt.Fprintf(&b, `.replace("\x%02x", "\\x%02x")`, r, r)
+		if r == 0x1f {
+			r = 0x7e
+		}
+	}
+	return b.String()
+}
+
+// ruleExpr is a CEL string: "" when v (a CEL string) is a valid value of
+// p, else the rule it breaks, word for word as templates.Param.Parse says.
+// It is parenthesized: CEL reads a conditional's middle operand only up
+// to the next "?".
+func ruleExpr(p *templates.Param, v string) string { return "(" + ruleBody(p, v) + ")" }
+
+func ruleBody(p *templates.Param, v string) string {
+	switch p.Type {
+	case templates.TypeString:
+		if p.Pattern == "" {
+			return `""`
+		}
+		return v + ".matches(" + celString(p.Pattern) + `) ? "" : ` + celString("must match "+p.Pattern)
+	case templates.TypeInt:
+		digits := v + `.find("[1-9][0-9]*")`
+		fits := "(size(" + digits + ") < 19 || size(" + digits + ") == 19 && " + digits + " <= (" + v +
+			`.startsWith("-") ? "9223372036854775808" : "9223372036854775807"))`
+		return "!" + v + `.matches("^[+-]?[0-9]+$") || !` + fits + ` ? "must be an integer" : ` +
+			bounds(p, ordered("int("+v+")", canonicalInt))
+	case templates.TypeBool:
+		return v + ` == "true" || ` + v + ` == "false" ? "" : ` + celString(`must be "true" or "false"`)
+	case templates.TypeQuantity:
+		return "!isQuantity(" + v + `) ? "must be a Kubernetes quantity such as 100m or 64Mi" : ` +
+			bounds(p, comparison{
+				func(b string) string { return "quantity(" + v + ").isLessThan(quantity(" + celString(b) + "))" },
+				func(b string) string { return "quantity(" + v + ").isGreaterThan(quantity(" + celString(b) + "))" }})
+	case templates.TypeEnum:
+		var vals []string
+		for _, e := range p.Values {
+			vals = append(vals, celString(e))
+		}
+		return v + " in [" + strings.Join(vals, ", ") + `] ? "" : ` + celString("must be one of "+strings.Join(p.Values, ", "))
+	case templates.TypeDuration:
+		return "!(" + durationValid(v) + `) ? "must be a duration such as 30s or 5m" : ` +
+			bounds(p, ordered("duration("+v+")", func(b string) string { return "duration(" + celString(b) + ")" }))
+	case templates.TypeList:
+		return listRule(p, itemsExpr(v))
+	}
+	return `""`
+}
+
+// canonicalInt writes a valid int bound as a CEL literal.
+func canonicalInt(b string) string {
+	n, _ := strconv.ParseInt(b, 10, 64)
+	return strconv.FormatInt(n, 10)
+}
+
+// comparison writes the CEL conditions "value below bound" and "value
+// above bound".
+type comparison struct{ below, above func(bound string) string }
+
+// bounds checks a value against Min and Max.
+func bounds(p *templates.Param, c comparison) string {
+	out := ""
+	if p.Min != "" {
+		out += c.below(p.Min) + " ? " + celString("must be at least "+p.Min) + " : "
+	}
+	if p.Max != "" {
+		out += c.above(p.Max) + " ? " + celString("must be at most "+p.Max) + " : "
+	}
+	return out + `""`
+}
+
+// ordered compares values CEL orders with < and >.
+func ordered(val string, lit func(string) string) comparison {
+	return comparison{func(b string) string { return val + " < " + lit(b) },
+		func(b string) string { return val + " > " + lit(b) }}
+}
+
+// durationRE is what time.ParseDuration reads.
+const durationRE = `^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+
+// durationValid: v parses as a time.Duration. Past the grammar, Go also
+// refuses durations beyond 2^63-1 ns; this adds the components up in
+// floating point, which decides the same except within a microsecond or
+// so of that bound.
+func durationValid(v string) string {
+	units := `{"ns": 1.0, "us": 1e3, "µs": 1e3, "μs": 1e3, "ms": 1e6, "s": 1e9, "m": 6e10, "h": 3.6e12}`
+	return v + ".matches(" + celString(durationRE) + ") && " + v +
+		`.findAll("[0-9.]*[^0-9.]+").map(c, c.find("^[0-9.]*") == "" ? 0.0 : double(c.find("^[0-9.]*")) * ` +
+		units + `[c.substring(size(c.find("^[0-9.]*")))]).sum() < 9.223372036854775807e18`
+}
+
+// listRule checks a list's items in order, then their number.
+func listRule(p *templates.Param, items string) string {
+	bad := `it == ""`
+	if p.Pattern != "" {
+		bad += " || !it.matches(" + celString(p.Pattern) + ")"
+	}
+	first := items + ".filter(it, " + bad + ")[0]"
+	out := items + ".exists(it, " + bad + `) ? (` + first + ` == "" ? "must be a comma-separated list without empty items" : `
+	if p.Pattern != "" {
+		out += `"item " + ` + celQuote(first) + " + " + celString(" must match "+p.Pattern)
+	} else {
+		out += `""`
+	}
+	out += ") : "
+	if p.Min != "" {
+		out += "size(" + items + ") < " + canonicalInt(p.Min) + " ? " + celString("must have at least "+p.Min+" items") + " : "
+	}
+	if p.Max != "" {
+		out += "size(" + items + ") > " + canonicalInt(p.Max) + " ? " + celString("must have at most "+p.Max+" items") + " : "
+	}
+	return out + `""`
+}

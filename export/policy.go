@@ -1,0 +1,203 @@
+package export
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	regv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/templates"
+)
+
+// Policies are the admission objects that inject a profile without graft.
+type Policies struct {
+	Mutating        *regv1.MutatingAdmissionPolicy
+	MutatingBinding *regv1.MutatingAdmissionPolicyBinding
+	// Validating holds the guarantee policy, and for a profile whose
+	// invalid parameters fall back to defaults, a warning-only policy for
+	// them; Bindings[i] binds Validating[i].
+	Validating []*regv1.ValidatingAdmissionPolicy
+	Bindings   []*regv1.ValidatingAdmissionPolicyBinding
+}
+
+// Labels and annotations graft reads (see the design notes).
+const (
+	injectLabel      = "graft.dev/inject"
+	mirrorAnnotation = "kubernetes.io/config.mirror"
+	// graftNamespace is where the shipped webhook runs; the shipped
+	// registration leaves it out, and so does the export.
+	graftNamespace = "graft-system"
+)
+
+// Export compiles profile into admission policies, or returns why it
+// cannot: a *Refusal for each template construct it cannot compile.
+func Export(cfg inject.Config, set *templates.Set, profileName string) (*Policies, error) {
+	p, err := newProfile(cfg, set, profileName)
+	if err != nil {
+		return nil, err
+	}
+	name := "graft-" + p.name
+	mvars, err := p.mutationVars()
+	if err != nil {
+		return nil, err
+	}
+	ignore, fail := regv1.Ignore, regv1.Fail
+	reinvoke := regv1.IfNeededReinvocationPolicy
+	out := &Policies{
+		Mutating: &regv1.MutatingAdmissionPolicy{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"},
+			ObjectMeta: p.meta(name),
+			Spec: regv1.MutatingAdmissionPolicySpec{
+				MatchConstraints: p.matchConstraints(),
+				MatchConditions:  p.matchConditions(),
+				Variables:        variables(mvars),
+				// An error leaves the Pod as it is; the guarantee policy
+				// then refuses it, or the parameter check explains it.
+				FailurePolicy:      &ignore,
+				ReinvocationPolicy: reinvoke,
+				Mutations: []regv1.Mutation{{
+					PatchType: regv1.PatchTypeJSONPatch,
+					JSONPatch: &regv1.JSONPatch{Expression: p.patchExpr()},
+				}},
+			},
+		},
+		MutatingBinding: &regv1.MutatingAdmissionPolicyBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicyBinding"},
+			ObjectMeta: p.meta(name),
+			Spec: regv1.MutatingAdmissionPolicyBindingSpec{
+				PolicyName:     name,
+				MatchResources: &regv1.MatchResources{NamespaceSelector: p.namespaceSelector()},
+			},
+		},
+	}
+	vvars := append(p.selectionVars(), p.problemVars()...)
+	vvars = append(vvars, guaranteeVars()...)
+	checks := p.guaranteeChecks(name)
+	problem := check{expr: `variables.problem == ""`, message: "variables.problem", reason: string(metav1.StatusReasonInvalid)}
+	if p.lenient {
+		problem.message = lenientMessage()
+		out.add(p, name+"-params", vvars, []check{problem}, regv1.Warn, &fail)
+	} else {
+		// One policy, the parameters checked first: a Pod with bad
+		// parameters is refused for them, not for lacking its sidecars.
+		checks = append([]check{problem}, checks...)
+	}
+	out.add(p, name, vvars, checks, regv1.Deny, &fail)
+	return out, nil
+}
+
+func (p *profile) meta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"app.kubernetes.io/name":       "graft",
+		"app.kubernetes.io/managed-by": "graft-export",
+		"export.graft.dev/profile":     p.name,
+	}}
+}
+
+func (out *Policies) add(p *profile, name string, vars []celVar, checks []check, action regv1.ValidationAction, fp *regv1.FailurePolicyType) {
+	var vs []regv1.Validation
+	for _, c := range checks {
+		reason := metav1.StatusReason(c.reason)
+		vs = append(vs, regv1.Validation{Expression: c.expr, MessageExpression: c.message, Reason: &reason})
+	}
+	out.Validating = append(out.Validating, &regv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: p.meta(name),
+		Spec: regv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy:    fp,
+			MatchConstraints: p.matchConstraints(),
+			MatchConditions:  p.matchConditions(),
+			Variables:        variables(vars),
+			Validations:      vs,
+		},
+	})
+	out.Bindings = append(out.Bindings, &regv1.ValidatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
+		ObjectMeta: p.meta(name),
+		Spec: regv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []regv1.ValidationAction{action},
+			MatchResources:    &regv1.MatchResources{NamespaceSelector: p.namespaceSelector()},
+		},
+	})
+}
+
+func variables(vs []celVar) []regv1.Variable {
+	out := make([]regv1.Variable, len(vs))
+	for i, v := range vs {
+		out[i] = regv1.Variable{Name: v.name, Expression: v.expr}
+	}
+	return out
+}
+
+// matchConstraints: Pod CREATEs, except Pods opted out by label (the same
+// objectSelector as the shipped webhook registration).
+func (p *profile) matchConstraints() *regv1.MatchResources {
+	equivalent := regv1.Equivalent
+	return &regv1.MatchResources{
+		ResourceRules: []regv1.NamedRuleWithOperations{{RuleWithOperations: regv1.RuleWithOperations{
+			Operations: []regv1.OperationType{regv1.Create},
+			Rule: regv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"},
+				Scope: ptr(regv1.NamespacedScope)},
+		}}},
+		ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: injectLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"false"}},
+		}},
+		MatchPolicy: &equivalent,
+	}
+}
+
+// namespaceSelector selects the namespaces labelled for the profile (and,
+// for the default profile, "enabled"), never the excluded ones.
+func (p *profile) namespaceSelector() *metav1.LabelSelector {
+	values := []string{p.name}
+	if p.isDefault && p.name != "enabled" {
+		values = append(values, "enabled")
+	}
+	excluded := slices.Clone(p.excluded)
+	if !slices.Contains(excluded, graftNamespace) {
+		excluded = append(excluded, graftNamespace)
+	}
+	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: injectLabel, Operator: metav1.LabelSelectorOpIn, Values: values},
+		{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: excluded},
+	}}
+}
+
+// matchConditions skip the Pods graft skips: mirror Pods, and hostNetwork
+// Pods unless the profile injects them.
+func (p *profile) matchConditions() []regv1.MatchCondition {
+	out := []regv1.MatchCondition{{Name: "not-mirror-pod",
+		Expression: `!("` + mirrorAnnotation + `" in object.metadata.?annotations.orValue({}))`}}
+	if !p.cfg.InjectHostNetwork {
+		out = append(out, regv1.MatchCondition{Name: "not-host-network",
+			Expression: "!object.spec.?hostNetwork.orValue(false)"})
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// YAML writes the objects as one YAML stream, bindings after their policy.
+func (out *Policies) YAML() ([]byte, error) {
+	objs := []any{out.Mutating, out.MutatingBinding}
+	for i := range out.Validating {
+		objs = append(objs, out.Validating[i], out.Bindings[i])
+	}
+	var b bytes.Buffer
+	for i, o := range objs {
+		y, err := yaml.Marshal(o)
+		if err != nil {
+			return nil, fmt.Errorf("export: %w", err)
+		}
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		b.Write(y)
+	}
+	return b.Bytes(), nil
+}

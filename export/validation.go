@@ -1,0 +1,94 @@
+package export
+
+import (
+	"strconv"
+	"strings"
+)
+
+// The ValidatingAdmissionPolicy's CEL: the engine's parameter checks
+// (inject/entry.go) with its messages, and the final-state guarantee.
+
+// prefixLen is the length of "graft.dev/".
+const prefixLen = len("graft.dev/")
+
+// problemVars compute "problem": "" for a Pod whose graft annotations are
+// valid, else the engine's message for the first problem it would find:
+// the template selection first, then the parameter annotations of the
+// selected templates in key order (the order the API server sends them).
+func (p *profile) problemVars() []celVar {
+	allowed := celList(p.allowed)
+	raw := `variables.annotations["graft.dev/templates"]`
+	badName := "variables.selection.filter(n, !(n in " + allowed + "))"
+	selectionProblem := `"graft.dev/templates" in variables.annotations && size(` + badName + `) > 0 ? ` +
+		`"annotation graft.dev/templates=" + ` + celQuote(raw) + ` + ": template " + ` + celQuote(badName+"[0]") +
+		` + " is not allowed here (allowed: ` + strings.Join(p.allowed, ", ") + `)" : ""`
+
+	var chain strings.Builder
+	for _, tn := range p.order {
+		tmpl := p.tmpls[tn].tmpl
+		for i := range tmpl.Params {
+			prm := &tmpl.Params[i]
+			chain.WriteString("k == " + celString(annotationKey(tn, prm.Name)) + " ? " +
+				ruleExpr(prm, "variables.annotations[k]") + " :\n  ")
+		}
+	}
+	chain.WriteString(`"?"`) // a parameter the template does not have
+
+	key := "variables.graftKeys[variables.bad[0]]"
+	tmpl := key + `.substring(` + strconv.Itoa(prefixLen) + `).split(".")[0]`
+	param := key + ".substring(" + strconv.Itoa(prefixLen+1) + " + size(" + tmpl + "))"
+	problem := `variables.selectionProblem != "" ? variables.selectionProblem : size(variables.bad) == 0 ? "" :` + "\n" +
+		`variables.rules[variables.bad[0]] == "?" ? "annotation " + ` + key + ` + ": template " + ` + tmpl +
+		` + " has no parameter " + ` + celQuote(param) + " :\n" +
+		`"annotation " + ` + key + ` + "=" + ` + celQuote("variables.annotations["+key+"]") +
+		` + ": " + variables.rules[variables.bad[0]]`
+	return []celVar{
+		{"selectionProblem", selectionProblem},
+		{"graftKeys", `variables.annotations.filter(k, k.startsWith("graft.dev/") && k.substring(` + strconv.Itoa(prefixLen) +
+			`).contains(".") && k.substring(` + strconv.Itoa(prefixLen) + `).split(".")[0] in variables.templates).sort()`},
+		{"rules", "variables.graftKeys.map(k,\n  " + chain.String() + ")"},
+		{"bad", `lists.range(size(variables.rules)).filter(i, variables.rules[i] != "")`},
+		{"problem", problem},
+	}
+}
+
+// lenientMessage is the warning a lenient profile gives instead of a
+// denial, saying what the engine does instead.
+func lenientMessage() string {
+	return `"graft: " + variables.problem + (variables.selectionProblem != "" ? "; using the profile's templates" : ` +
+		`variables.rules[variables.bad[0]] == "?" ? "; ignored" : "; using the default")`
+}
+
+// guaranteeVars read what graft.dev/status says was injected. Container
+// names are DNS labels, so a regular expression reads them; they are
+// compared quoted.
+func guaranteeVars() []celVar {
+	return []celVar{
+		{"status", `variables.annotations[?"graft.dev/status"].orValue("")`},
+		{"injectedNames", `variables.status.find('"containers":\\[[^\\]]*\\]').findAll('"[^"]+"').filter(n, n != '"containers"') + ` +
+			`variables.status.find('"initContainers":\\[[^\\]]*\\]').findAll('"[^"]+"').filter(n, n != '"initContainers"')`},
+		{"quotedPodNames", `object.spec.?containers.orValue([]).map(c, '"' + c.name + '"') + ` +
+			`object.spec.?initContainers.orValue([]).map(c, '"' + c.name + '"')`},
+	}
+}
+
+// guaranteeChecks are the final-state validations: injected at all, and
+// still holding every container graft injected.
+func (p *profile) guaranteeChecks(policy string) []check {
+	return []check{
+		{expr: `variables.status != "" || size(variables.templates) == 0`,
+			message: `"graft's MutatingAdmissionPolicy ` + policy + ` did not inject this Pod, and namespace " + request.namespace + ` +
+				`" requires it (profile ` + p.name + `). Check the policy and the API server's log, and create the Pod again, ` +
+				`or opt the Pod out with the label graft.dev/inject: \"false\"."`,
+			reason: "Forbidden"},
+		{expr: "variables.injectedNames.all(n, n in variables.quotedPodNames)",
+			message: `"this Pod lacks containers graft injected (graft.dev/status: " + variables.status + ` +
+				`"): an admission step after graft removed them. Create the Pod again; if it recurs, check the other mutating admission steps."`,
+			reason: "Forbidden"},
+	}
+}
+
+// check is one validation.
+type check struct {
+	expr, message, reason string
+}
