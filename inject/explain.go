@@ -65,7 +65,7 @@ type TemplateState struct {
 func explainStatus(ex *Explanation, pl *plan, p *pod) {
 	var r record
 	if raw, ok := p.annotation(annotationStatus); ok {
-		value, err := appendUnescaped(nil, raw)
+		value, plain, err := appendUnescaped(nil, raw)
 		var st Status
 		if err == nil {
 			st, err = ParseStatus(string(value))
@@ -74,7 +74,7 @@ func explainStatus(ex *Explanation, pl *plan, p *pod) {
 			ex.StatusError = err.Error()
 		} else {
 			ex.Status = &st
-			_ = r.parse(string(value)) // ParseStatus read it
+			_ = r.parse(string(value), plain) // ParseStatus read it
 		}
 	}
 	for ti := range pl.tmpls {

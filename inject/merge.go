@@ -264,8 +264,9 @@ func (s *scratch) readRecord(p *pod) {
 		return
 	}
 	var err error
-	if s.statusIn, err = appendUnescaped(s.statusIn[:0], raw); err == nil {
-		err = s.rec.parse(b2s(s.statusIn))
+	var plain bool
+	if s.statusIn, plain, err = appendUnescaped(s.statusIn[:0], raw); err == nil {
+		err = s.rec.parse(b2s(s.statusIn), plain)
 	}
 	if err != nil {
 		s.rec.reset()

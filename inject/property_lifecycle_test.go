@@ -93,7 +93,7 @@ func checkUpgrades(t *testing.T, e *Engine, o Options, patched []byte) {
 }
 
 // admitGeneric admits pod and returns the patched Pod.
-func admitGeneric(t *testing.T, e *Engine, o Options, pod map[string]any) map[string]any {
+func admitGeneric(t testing.TB, e *Engine, o Options, pod map[string]any) map[string]any {
 	t.Helper()
 	b, err := json.Marshal(pod)
 	if err != nil {

@@ -347,7 +347,7 @@ func assertNoDuplicates(t *testing.T, pod map[string]any) {
 	dup("volumes", spec["volumes"], "name")
 }
 
-func decodeGeneric(t *testing.T, b []byte) map[string]any {
+func decodeGeneric(t testing.TB, b []byte) map[string]any {
 	t.Helper()
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()

@@ -2,6 +2,7 @@ package inject
 
 import (
 	"errors"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -25,6 +26,9 @@ type record struct {
 	// legacy holds a version 1 record's container, init container and
 	// volume names, which version 1 did not attribute to templates.
 	legacy [numKinds]span
+	// plain: the text parsed holds no backslash and no control byte, so
+	// its strings need no validContent check.
+	plain bool
 }
 
 // listKind indexes a template entry's lists, in the order they are written.
@@ -120,8 +124,9 @@ var errStatus = errors.New("not a graft.dev/status record")
 // version 1, without a version, lists template names and the container,
 // init container and volume names of all templates together. Unknown keys
 // are skipped, so a later graft may add some.
-func (r *record) parse(s string) error {
+func (r *record) parse(s string, plain bool) error {
 	r.reset()
+	r.plain = plain
 	sc := scanner{s: s}
 	if sc.peek() != '{' {
 		return errStatus
@@ -200,7 +205,7 @@ func (r *record) entry(sc *scanner) error {
 		case "appContainers":
 			from := len(r.apps)
 			err = eachKey(sc, func(c string) error {
-				if !validContent(c) {
+				if !r.plain && !validContent(c) {
 					return errStatus
 				}
 				a := recApp{name: c}
@@ -254,7 +259,7 @@ func (r *record) strings(sc *scanner, sp *span) error {
 // written back as it is.
 func (r *record) str(sc *scanner) (string, error) {
 	s, _, err := sc.str()
-	if err != nil || !validContent(s) {
+	if err != nil || !r.plain && !validContent(s) {
 		return "", errStatus
 	}
 	return s, nil
@@ -271,6 +276,17 @@ func (sc *scanner) digit() (int, error) {
 		return 0, errSyntax
 	}
 	return int(c - '0'), nil
+}
+
+// isPlain reports whether s is ASCII without backslashes or control
+// bytes: every string in such a text is valid JSON string content.
+func isPlain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // validContent reports whether raw is valid JSON string content: no
@@ -317,56 +333,45 @@ func isHex4(s string) bool {
 	return true
 }
 
-// appendUnescaped appends the value of raw JSON string content. It fails
-// on what validContent refuses.
-func appendUnescaped(dst []byte, raw string) ([]byte, error) {
+// appendUnescaped appends the value of raw JSON string content, and
+// reports whether that value is plain (see isPlain). It fails on escapes
+// JSON does not define.
+func appendUnescaped(dst []byte, raw string) ([]byte, bool, error) {
+	plain := true
 	for i := 0; i < len(raw); {
-		c := raw[i]
-		if c != '\\' {
-			if c < 0x20 {
-				return dst, errStatus
-			}
-			j := i + 1
-			for j < len(raw) && raw[j] != '\\' && raw[j] >= 0x20 {
-				j++
-			}
-			dst = append(dst, raw[i:j]...)
-			i = j
-			continue
+		j := i
+		for j < len(raw) && raw[j] != '\\' {
+			plain = plain && raw[j] >= 0x20 && raw[j] < utf8.RuneSelf
+			j++
 		}
-		if i+1 >= len(raw) {
-			return dst, errStatus
+		dst = append(dst, raw[i:j]...)
+		if j == len(raw) {
+			break
 		}
-		switch e := raw[i+1]; e {
-		case '"', '\\', '/':
+		if j+1 >= len(raw) {
+			return dst, false, errStatus
+		}
+		i = j + 2
+		switch e := raw[j+1]; e {
+		case '"', '/':
 			dst = append(dst, e)
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
+		case '\\':
+			dst, plain = append(dst, e), false
+		case 'b', 'f', 'n', 'r', 't':
+			dst, plain = append(dst, "\b\f\n\r\t"[strings.IndexByte("bfnrt", e)]), false
 		case 'u':
-			r, n, ok := readU(raw[i:])
+			r, n, ok := readU(raw[j:])
 			if !ok {
-				return dst, errStatus
+				return dst, false, errStatus
 			}
 			dst = utf8.AppendRune(dst, r)
-			i += n
-			continue
+			plain = plain && r >= 0x20 && r != '\\'
+			i = j + n
 		default:
-			return dst, errStatus
+			return dst, false, errStatus
 		}
-		i += 2
 	}
-	if !utf8.Valid(dst) {
-		return dst, errStatus
-	}
-	return dst, nil
+	return dst, plain, nil
 }
 
 // readU reads \uXXXX at the start of s, joining a surrogate pair, and

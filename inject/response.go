@@ -132,29 +132,33 @@ func appendJSONString(dst []byte, s string) []byte {
 // appendEscaped appends s escaped as JSON string content; invalid UTF-8
 // becomes U+FFFD.
 func appendEscaped(dst []byte, s string) []byte {
+	plain := 0 // s[plain:i] needs no escaping: appended in one go
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				dst = append(dst, '\\', c)
-			case c < 0x20:
-				dst = appendControl(dst, c)
-			default:
-				dst = append(dst, c)
-			}
+		if c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
 			i++
 			continue
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
-			dst = append(dst, `\ufffd`...)
-		} else {
-			dst = append(dst, s[i:i+n]...)
+		dst = append(dst, s[plain:i]...)
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+			i++
+		case c < 0x20:
+			dst = appendControl(dst, c)
+			i++
+		default:
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				dst = append(dst, `\ufffd`...)
+			} else {
+				dst = append(dst, s[i:i+n]...)
+			}
+			i += n
 		}
-		i += n
+		plain = i
 	}
-	return dst
+	return append(dst, s[plain:]...)
 }
 
 func appendControl(dst []byte, c byte) []byte {

@@ -79,7 +79,7 @@ type LegacyStatus struct {
 // skips keys it does not know; anything else is an error.
 func ParseStatus(value string) (Status, error) {
 	var r record
-	if err := r.parse(value); err != nil {
+	if err := r.parse(value, isPlain(value)); err != nil {
 		return Status{}, fmt.Errorf("graft.dev/status: %w", err)
 	}
 	st := Status{Version: r.version}

@@ -135,3 +135,67 @@ func FuzzParseStatus(f *testing.F) {
 		}
 	})
 }
+
+func TestAppendUnescaped(t *testing.T) {
+	tests := []struct {
+		raw, want string
+		plain     bool
+	}{
+		{`{\"version\":2}`, `{"version":2}`, true},
+		{`a\/b`, `a/b`, true},
+		{`a\\b`, `a\b`, false},
+		{`tab\there`, "tab\there", false},
+		{`\u00e9\u0041`, "éA", true},
+		{`\ud83d\ude00`, "😀", true},
+		{`\ud83d`, "\uFFFD", true}, // a lone surrogate reads as U+FFFD, as encoding/json does
+		{`\u001f`, "\x1f", false},
+		{"é", "é", false},
+	}
+	for _, tt := range tests {
+		got, plain, err := appendUnescaped(nil, tt.raw)
+		if err != nil || string(got) != tt.want || plain != tt.plain {
+			t.Errorf("appendUnescaped(%q) = %q, %t, %v; want %q, %t", tt.raw, got, plain, err, tt.want, tt.plain)
+		}
+		var viaJSON string
+		if err := json.Unmarshal([]byte(`"`+tt.raw+`"`), &viaJSON); err != nil || viaJSON != tt.want {
+			t.Errorf("%q: encoding/json reads %q (%v)", tt.raw, viaJSON, err)
+		}
+	}
+	for _, raw := range []string{`\`, `a\x`, `\u12`, `\u12g4`} {
+		if got, _, err := appendUnescaped(nil, raw); err == nil {
+			t.Errorf("appendUnescaped(%q) = %q, want an error", raw, got)
+		}
+	}
+}
+
+// FuzzStatusAnnotation puts arbitrary status values on an injected Pod and
+// on a fresh one: graft never panics, answers with valid JSON, and what it
+// patches applies and needs no second patch.
+func FuzzStatusAnnotation(f *testing.F) {
+	f.Add(formatsExample)
+	f.Add(`{"templates":["agent"],"initContainers":["graft-agent"],"volumes":["graft-agent-run"]}`)
+	f.Add(`{"version":2,"templates":[{"name":"agent","revision":"default","digest":"0","initContainers":["graft-agent"],"appContainers":{"web":{"env":["A\"B"]}}}]}`)
+	e := newTestEngine(f, goldenConfig())
+	injected := admitGeneric(f, e, Options{Profile: "agent"}, twoContainerPod(nil))
+	f.Fuzz(func(t *testing.T, value string) {
+		for _, base := range []map[string]any{twoContainerPod(nil), injected} {
+			pod := decodeGeneric(t, mustJSON(t, base))
+			setStatusAnnotation(value)(pod)
+			review := podReview(pod, "fuzz")
+			resp, res, err := e.Admit(nil, review, Options{Profile: "agent"})
+			if err != nil {
+				t.Fatalf("admit: %v", err)
+			}
+			if !json.Valid(resp) {
+				t.Fatalf("invalid response: %s", resp)
+			}
+			if res.Decision != DecisionInject {
+				continue
+			}
+			again := podReview(json.RawMessage(applyResponse(t, review, resp)), "again")
+			if p := responsePatch(t, mustAdmit(t, e, again, Options{Profile: "agent"})); p != nil {
+				t.Fatalf("status %q: a second call patches again: %s", value, p)
+			}
+		}
+	})
+}
