@@ -170,7 +170,7 @@ func merge(pl *plan, keep, repairs bool, p *pod, s *scratch) mergeOutcome {
 	switch {
 	case !s.hasStatus:
 		s.inserts = append(s.inserts, insert{ref: pl.status.ref})
-	case r.version == 0 || !bytes.Equal(s.statusOut, s.statusIn):
+	case !s.statusCurrent(p):
 		s.inserts = append(s.inserts, insert{ref: pl.status.ref, replace: true})
 	}
 	s.endEdit(e)
@@ -252,6 +252,22 @@ func findConflict(pl *plan, ti int, p *pod, r *record) (conflict, bool) {
 		}
 	}
 	return conflict{}, false
+}
+
+// statusCurrent reports whether the Pod's status is the one to write:
+// the same bytes as the request carries them (a Pod graft injected), else
+// the same value escaped otherwise.
+func (s *scratch) statusCurrent(p *pod) bool {
+	raw, _ := p.annotation(annotationStatus)
+	if raw == b2s(s.statusOut) {
+		return true
+	}
+	if s.rec.version == 0 {
+		return false
+	}
+	var err error
+	s.statusTmp, _, err = appendUnescaped(s.statusTmp[:0], b2s(s.statusOut))
+	return err == nil && bytes.Equal(s.statusTmp, s.statusIn)
 }
 
 // readRecord reads the Pod's graft.dev/status into s.rec (version 0 when

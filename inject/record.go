@@ -46,9 +46,9 @@ const (
 
 var kindKeys = [numKinds]string{"initContainers", "containers", "volumes", "imagePullSecrets", "annotations", "labels"}
 
-// kindHeads open each list when written.
-var kindHeads = [numKinds]string{`,"initContainers":[`, `,"containers":[`, `,"volumes":[`,
-	`,"imagePullSecrets":[`, `,"annotations":[`, `,"labels":[`}
+// kindHeads open each list when written (escaped, see appendRecord).
+var kindHeads = [numKinds]string{`,\"initContainers\":[`, `,\"containers\":[`, `,\"volumes\":[`,
+	`,\"imagePullSecrets\":[`, `,\"annotations\":[`, `,\"labels\":[`}
 
 // span is a range of record.names or record.apps.
 type span struct{ from, to int }

@@ -6,17 +6,23 @@ import "slices"
 // this request adds, in the one canonical form FORMATS.md section 1 gives
 // (keys in a fixed order, empty lists and maps left out), so a Pod that
 // needs nothing more compares equal byte for byte and is not patched.
+//
+// The record is written escaped, as the content of the JSON string the
+// patch and the API server carry it in: a Pod graft injected sends back
+// exactly these bytes, and the patch splices them in as they are. Each
+// name is escaped twice (for the record, then for the string), which for
+// the DNS names and keys records hold is a copy.
 
 // outEntry is one template entry of the record being written: rec indexes
 // the Pod's record (-1: a template injected for the first time), ti the
 // plan's templates (-1: this request adds nothing to it).
 type outEntry struct{ rec, ti int }
 
-// appendRecord appends the JSON of the record to write: r's entries in
-// their order, each with what this request added for its template, then
-// an entry for each template of pl injected now that r lacks. pl nil
-// writes r alone, canonically. Names from r and the Pod are raw JSON
-// string content and are written as they are; the plan's are escaped.
+// appendRecord appends the record to write, escaped (see above): r's
+// entries in their order, each with what this request added for its
+// template, then an entry for each template of pl injected now that r
+// lacks. pl nil writes r alone, canonically. Names from r and the Pod are
+// raw JSON string content, already escaped once; the plan's are not.
 func (s *scratch) appendRecord(dst []byte, r *record, pl *plan, p *pod) []byte {
 	s.out = s.out[:0]
 	for i := range r.entries {
@@ -35,18 +41,18 @@ func (s *scratch) appendRecord(dst []byte, r *record, pl *plan, p *pod) []byte {
 			}
 		}
 	}
-	dst = append(dst, `{"version":2`...)
+	dst = append(dst, `{\"version\":2`...)
 	open := false
 	for _, o := range s.out {
 		for _, k := range [...]listKind{kInits, kContainers} {
-			dst = s.appendNames(dst, &open, `,"injected":[`, r, o, pl, k)
+			dst = s.appendNames(dst, &open, `,\"injected\":[`, r, o, pl, k)
 		}
 	}
 	if open {
 		dst = append(dst, ']')
 	}
 	if len(s.out) > 0 {
-		dst = append(dst, `,"templates":[`...)
+		dst = append(dst, `,\"templates\":[`...)
 		for i, o := range s.out {
 			if i > 0 {
 				dst = append(dst, ',')
@@ -59,23 +65,23 @@ func (s *scratch) appendRecord(dst []byte, r *record, pl *plan, p *pod) []byte {
 }
 
 func (s *scratch) appendEntry(dst []byte, r *record, o outEntry, pl *plan, p *pod) []byte {
-	dst = append(dst, `{"name":"`...)
+	dst = append(dst, `{\"name\":\"`...)
 	if o.rec >= 0 {
 		e := &r.entries[o.rec]
-		dst = append(dst, e.name...)
-		dst = append(dst, `","revision":"`...)
-		dst = append(dst, e.revision...)
-		dst = append(dst, `","digest":"`...)
-		dst = append(dst, e.digest...)
+		dst = appendRecordName(dst, e.name, false)
+		dst = append(dst, `\",\"revision\":\"`...)
+		dst = appendRecordName(dst, e.revision, false)
+		dst = append(dst, `\",\"digest\":\"`...)
+		dst = appendRecordName(dst, e.digest, false)
 	} else {
 		t := &pl.tmpls[o.ti]
-		dst = appendEscaped(dst, t.name)
-		dst = append(dst, `","revision":"`...)
-		dst = appendEscaped(dst, t.revision)
-		dst = append(dst, `","digest":"`...)
-		dst = append(dst, t.digest...)
+		dst = appendRecordName(dst, t.name, true)
+		dst = append(dst, `\",\"revision\":\"`...)
+		dst = appendRecordName(dst, t.revision, true)
+		dst = append(dst, `\",\"digest\":\"`...)
+		dst = appendRecordName(dst, t.digest, true)
 	}
-	dst = append(dst, '"')
+	dst = append(dst, '\\', '"')
 	for k := range numKinds {
 		open := false
 		dst = s.appendNames(dst, &open, kindHeads[k], r, o, pl, k)
@@ -110,20 +116,31 @@ func (s *scratch) appendNames(dst []byte, open *bool, head string, r *record, o 
 }
 
 // appendName appends one quoted name of a list, opening it with head.
-func appendName(dst []byte, open *bool, head, name string, escape bool) []byte {
+// plain says name is not yet escaped for the record (see appendRecordName).
+func appendName(dst []byte, open *bool, head, name string, plain bool) []byte {
 	if *open {
 		dst = append(dst, ',')
 	} else {
 		dst = append(dst, head...)
 		*open = true
 	}
-	dst = append(dst, '"')
-	if escape {
-		dst = appendEscaped(dst, name)
-	} else {
-		dst = append(dst, name...)
+	dst = append(dst, '\\', '"')
+	dst = appendRecordName(dst, name, plain)
+	return append(dst, '\\', '"')
+}
+
+// appendRecordName appends name as the record's string content, escaped
+// for the string the record travels in. plain: name is a value, not yet
+// escaped for the record; otherwise it is raw JSON string content.
+func appendRecordName(dst []byte, name string, plain bool) []byte {
+	if unescaped(name) {
+		return append(dst, name...) // both escapes leave it as it is
 	}
-	return append(dst, '"')
+	if plain {
+		var buf [64]byte
+		return appendEscaped(dst, b2s(appendEscaped(buf[:0], name)))
+	}
+	return appendEscaped(dst, name)
 }
 
 // appendApps appends entry o's appContainers: by container name, sorted,
@@ -162,11 +179,11 @@ func (s *scratch) appendApps(dst []byte, r *record, o outEntry, pl *plan, p *pod
 		if open {
 			dst = append(dst, ',')
 		} else {
-			dst = append(dst, `,"appContainers":{`...)
+			dst = append(dst, `,\"appContainers\":{`...)
 		}
-		dst = append(dst, '"')
-		dst = append(dst, name...)
-		dst = append(dst, `":{`...)
+		dst = append(dst, '\\', '"')
+		dst = appendRecordName(dst, name, false)
+		dst = append(dst, `\":{`...)
 		body := len(dst)
 		for _, k := range [...]target{tEnv, tMounts} {
 			dst = s.appendAppList(dst, body, r, rec, o, pl, p, name, k)
@@ -187,9 +204,9 @@ func (s *scratch) appendApps(dst []byte, r *record, o outEntry, pl *plan, p *pod
 // appendAppList appends the env (tEnv) or volumeMounts (tMounts) list of
 // one app container; body is where the container's object starts.
 func (s *scratch) appendAppList(dst []byte, body int, r *record, rec *recApp, o outEntry, pl *plan, p *pod, name string, t target) []byte {
-	head := `"env":[`
+	head := `\"env\":[`
 	if t == tMounts {
-		head = `"volumeMounts":[`
+		head = `\"volumeMounts\":[`
 	}
 	if len(dst) > body {
 		head = "," + head
@@ -223,6 +240,17 @@ func (s *scratch) appendAppList(dst []byte, body int, r *record, rec *recApp, o 
 		dst = append(dst, ']')
 	}
 	return dst
+}
+
+// unescaped reports whether escaping leaves s as it is: printable ASCII
+// without quotes or backslashes, as DNS names and annotation keys are.
+func unescaped(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // editAddsFor reports whether edit ed adds an element of template ti.

@@ -185,7 +185,7 @@ func spliceIntoMounts(sc *scanner) (tokenSplice, error) {
 func (s *scratch) appendElement(dst []byte, el *element) []byte {
 	if el.tmpl < 0 {
 		dst = append(dst, '"')
-		dst = appendEscaped(dst, b2s(s.statusOut))
+		dst = append(dst, s.statusOut...)
 		return append(dst, '"')
 	}
 	if s.resourced != nil {

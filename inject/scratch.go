@@ -16,9 +16,10 @@ type scratch struct {
 	rec       record
 	statusIn  []byte
 	hasStatus bool
-	// statusOut is the status to write (JSON, unescaped), merged from rec
-	// and this request's additions (appendRecord).
-	statusOut []byte
+	// statusOut is the status to write, merged from rec and this
+	// request's additions (appendRecord), escaped as JSON string content;
+	// statusTmp is its value when it must be compared unescaped.
+	statusOut, statusTmp []byte
 	// skipped and added are indexed by plan template and element ref:
 	// templates left out for a conflict, elements this request adds.
 	skipped, added []bool
@@ -49,7 +50,7 @@ func (s *scratch) reset() {
 	s.notices = s.notices[:0]
 	s.refsBuf = s.refsBuf[:0]
 	s.rec.reset()
-	s.statusIn, s.statusOut = s.statusIn[:0], s.statusOut[:0]
+	s.statusIn, s.statusOut, s.statusTmp = s.statusIn[:0], s.statusOut[:0], s.statusTmp[:0]
 	s.hasStatus = false
 	s.skipped, s.added = s.skipped[:0], s.added[:0]
 	s.conflict = conflict{}

@@ -156,7 +156,10 @@ func (s Status) Value() string {
 	}
 	r.version = 2
 	var sc scratch
-	return string(sc.appendRecord(nil, &r, nil, nil))
+	// appendRecord writes the value escaped; appendEscaped writes only
+	// escapes JSON defines, so unescaping cannot fail.
+	value, _, _ := appendUnescaped(nil, b2s(sc.appendRecord(nil, &r, nil, nil)))
+	return string(value)
 }
 
 // Template returns the entry for the template called name, or nil.
