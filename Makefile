@@ -18,7 +18,28 @@ export CGO_ENABLED ?= 0
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK         := $(CACHE)/bin/staticcheck-$(STATICCHECK_VERSION)
 
-.PHONY: all build run test unit fmt vet bench-go lint-templates fuzz clean
+# helm and promtool, for the chart and the alert rules (`go test ./deploy`
+# and the e2e suite run them), are built from their own modules, so neither
+# enters graft's go.mod, and cached under names carrying their versions.
+# Cold, on the 2-core machine: helm about 5 minutes, promtool about 10.
+# - helm v4.3.1 (go install): renders and lints deploy/helm/graft.
+# - promtool from the builder module e2e/tools/promtool, which pins
+#   github.com/prometheus/prometheus v0.314.0 (Prometheus 3.14.0, whose
+#   PromQL parser the e2e module uses too). Built with remove_all_sd:
+#   checking rules needs no service discovery, and one discovery plugin's
+#   module (hashicorp/nomad/api) is refused by the module proxy in newer
+#   releases.
+HELM_VERSION       := v4.3.1
+HELM               := $(CACHE)/bin/helm-$(HELM_VERSION)
+PROMTOOL_MODULE    := e2e/tools/promtool
+PROMETHEUS_VERSION := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "github.com/prometheus/prometheus" && $$(i+1) ~ /^v/) print $$(i+1)}' $(PROMTOOL_MODULE)/go.mod)
+PROMTOOL           := $(CACHE)/bin/promtool-$(PROMETHEUS_VERSION)
+
+# What the deploy tests (in `make unit`) and the e2e suite are told about
+# the tools; a test that needs one and finds no path skips, except on CI.
+TOOLS_ENV := GRAFT_HELM=$(HELM) GRAFT_PROMTOOL=$(PROMTOOL)
+
+.PHONY: all build run test unit fmt vet bench-go lint-templates fuzz clean tools docs
 
 all: build
 
@@ -34,8 +55,8 @@ run: build
 test: vet lint-templates unit e2e
 
 ## unit: every package's tests in the main module, race detector on (the e2e module's run in e2e).
-unit:
-	CGO_ENABLED=1 $(GO) test -race -count=1 $(PKGS)
+unit: $(HELM) $(PROMTOOL)
+	$(TOOLS_ENV) CGO_ENABLED=1 $(GO) test -race -count=1 $(PKGS)
 
 ## fmt: gofmt every tracked Go file.
 fmt:
@@ -49,14 +70,38 @@ vet: $(STATICCHECK)
 	$(STATICCHECK) $(PKGS)
 	cd e2e && $(STATICCHECK) ./...
 
-# Installed into a temporary directory and moved, so an interrupted build
-# is never mistaken for a cached one.
-$(STATICCHECK):
+## tools: build (or reuse) the cached staticcheck, helm and promtool.
+tools: $(STATICCHECK) $(HELM) $(PROMTOOL)
+
+# go-install builds the command $(1) at version $(2) with go install flags
+# $(3) into a temporary directory and moves it to the target, so an
+# interrupted build is never mistaken for a cached one.
+define go-install
 	@mkdir -p $(@D)
 	rm -rf $@.tmp
-	GOBIN=$@.tmp $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
-	mv $@.tmp/staticcheck $@
+	GOBIN=$@.tmp CGO_ENABLED=0 $(GO) install -trimpath $(3) $(1)@$(2)
+	mv $@.tmp/$(notdir $(1)) $@
 	rmdir $@.tmp
+endef
+
+$(STATICCHECK):
+	$(call go-install,honnef.co/go/tools/cmd/staticcheck,$(STATICCHECK_VERSION))
+
+$(HELM):
+	$(call go-install,helm.sh/helm/v4/cmd/helm,$(HELM_VERSION),-ldflags '-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)')
+
+# Prometheus tags its Go module v0.3MM.P for release 3.MM.P.
+$(PROMTOOL):
+	@[ -n "$(PROMETHEUS_VERSION)" ] || { echo "no prometheus version in $(PROMTOOL_MODULE)/go.mod" >&2; exit 1; }
+	@mkdir -p $(@D)
+	cd $(PROMTOOL_MODULE) && CGO_ENABLED=0 $(GO) build -trimpath -tags remove_all_sd \
+		-ldflags '-s -w -X github.com/prometheus/common/version.Version=3.$(PROMETHEUS_VERSION:v0.3%=%)' \
+		-o $@.tmp github.com/prometheus/prometheus/cmd/promtool
+	mv $@.tmp $@
+
+## docs: regenerate what is generated from the code: docs/reference/ and the Helm chart's values schema.
+docs:
+	$(GO) generate ./internal/refdocs
 
 ## lint-templates: the built-in templates pass lint and templates/README.md is current.
 lint-templates:
@@ -81,7 +126,7 @@ bench-go:
 	@mkdir -p $(CACHE)
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./inject/ ./webhook/ | tee $(CACHE)/bench.txt
 
-## clean: remove bin/ and .cache/, the cached kube-apiserver and staticcheck included.
+## clean: remove bin/ and .cache/, the cached kube-apiserver, staticcheck, helm and promtool included.
 clean:
 	rm -rf $(BIN) $(CACHE)
 

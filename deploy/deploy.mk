@@ -15,3 +15,13 @@ image:
 deploy-templates:
 	cp templates/builtin/*.yaml deploy/base/templates/
 	@echo "List any new file under configMapGenerator graft-templates in deploy/base/kustomization.yaml."
+
+CHART := deploy/helm/graft
+
+.PHONY: chart-files
+
+## chart-files: copy into the Helm chart the files it shares with the rest of deploy/ (templates, alerts, dashboard).
+chart-files:
+	rm -f $(CHART)/files/templates/*.yaml
+	cp templates/builtin/*.yaml $(CHART)/files/templates/
+	cp deploy/components/monitoring/prometheusrule.yaml deploy/components/monitoring/graft-dashboard.json $(CHART)/files/

@@ -115,13 +115,20 @@ func graftBin(t *testing.T) string {
 
 // deployInputs finds the directories kustomize can build (components are
 // only built as part of an overlay) and the plain manifests that belong to
-// no kustomization.
+// no kustomization. Helm charts (TestChartApplies renders them) and test
+// data are neither.
 func deployInputs(t *testing.T, tree string) (kustomizations, plain []string) {
 	t.Helper()
 	var roots []string
 	err := filepath.WalkDir(tree, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return err
+		}
+		if d.Name() == "testdata" {
+			return filepath.SkipDir
+		}
+		if _, err := os.Stat(filepath.Join(path, "Chart.yaml")); err == nil {
+			return filepath.SkipDir
 		}
 		for _, r := range roots {
 			if strings.HasPrefix(path, r+string(filepath.Separator)) {

@@ -25,15 +25,17 @@ E2E_APISERVER_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitMinor=$(E2E_K8S_MINOR) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 
-# What the harness is told about the binaries it runs.
+# What the harness is told about the binaries it runs; helm (built by the
+# Makefile) renders the chart the suite dry-run applies.
 E2E_ENV := GRAFT_E2E_KUBE_APISERVER=$(E2E_APISERVER) \
 	GRAFT_E2E_ETCD=$(E2E_ETCD) \
-	GRAFT_E2E_GRAFT=$(E2E_GRAFT)
+	GRAFT_E2E_GRAFT=$(E2E_GRAFT) \
+	GRAFT_E2E_HELM=$(HELM)
 
 .PHONY: e2e-deps e2e-graft kube-apiserver demo
 
 ## e2e: the e2e module's tests: the end-to-end suite against a real kube-apiserver and etcd, race detector on.
-e2e: e2e-deps
+e2e: e2e-deps $(HELM)
 	cd e2e && $(E2E_ENV) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) -run '$(E2E_RUN)' -v ./...
 
 ## demo: etcd + kube-apiserver + graft on loopback, one Pod injected, torn down.

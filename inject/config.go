@@ -60,7 +60,10 @@ type Profile struct {
 	OnInvalidParams InvalidParamsMode `json:"onInvalidParams,omitempty"`
 	// FailureMode defaults to "allow".
 	FailureMode FailureMode `json:"failureMode,omitempty"`
-	// OnConflict defaults to "deny".
+	// OnConflict answers a Pod that already holds a container, init
+	// container or volume named like one of the templates', which graft
+	// did not inject (graft.dev/status does not name it). Defaults to
+	// "deny".
 	OnConflict ConflictMode `json:"onConflict,omitempty"`
 	// InjectHostNetwork injects into hostNetwork Pods too (default: skip them,
 	// since a proxy or port-binding agent would share the node's network).

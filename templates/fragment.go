@@ -14,27 +14,61 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// funcs are the helpers fragments may use. quote and toJson make values safe
-// to embed in YAML whatever they contain.
+// funcs are the helpers fragments may use, besides text/template's own.
+// quote and toJson make values safe to embed in YAML whatever they contain.
+// Each one's Example line is rendered into docs/reference/templates.md.
 var funcs = template.FuncMap{
+	// quote writes its argument as a double-quoted string with Go's
+	// escapes, which YAML reads back unchanged whatever it holds.
+	//
+	// Example: image: {{ .image | quote }}
 	"quote": func(v any) string { return strconv.Quote(fmt.Sprint(v)) },
+	// toJson writes its argument as JSON: a list parameter becomes a YAML
+	// flow sequence, a string a quoted scalar.
+	//
+	// Example: args: {{ toJson .hosts }}
 	"toJson": func(v any) (string, error) {
 		b, err := json.Marshal(v)
 		return string(b), err
 	},
+	// join writes the items of a list parameter separated by its first
+	// argument.
+	//
+	// Example: --hosts={{ join "," .hosts }}
 	"join": func(sep string, items []string) string { return strings.Join(items, sep) },
 }
 
-// fragmentDoc is the rendered YAML's shape.
+// fragmentDoc is the rendered YAML's shape. Every key is optional; each
+// list element is validated strictly against its Kubernetes type and needs
+// a name, unique within its list.
 type fragmentDoc struct {
-	Containers       []json.RawMessage `json:"containers"`
-	InitContainers   []json.RawMessage `json:"initContainers"`
-	Volumes          []json.RawMessage `json:"volumes"`
+	// Containers (core/v1 Container) are added to spec.containers, after
+	// the Pod's own.
+	Containers []json.RawMessage `json:"containers"`
+	// InitContainers (core/v1 Container) are added to spec.initContainers
+	// as a group, where the template's placement says. Give an entry
+	// restartPolicy: Always to make it a native sidecar, which runs
+	// alongside the app containers.
+	InitContainers []json.RawMessage `json:"initContainers"`
+	// Volumes (core/v1 Volume) are added to spec.volumes.
+	Volumes []json.RawMessage `json:"volumes"`
+	// ImagePullSecrets (core/v1 LocalObjectReference: {name: ...}) are
+	// added to spec.imagePullSecrets.
 	ImagePullSecrets []json.RawMessage `json:"imagePullSecrets"`
-	Annotations      map[string]string `json:"annotations"`
-	Labels           map[string]string `json:"labels"`
-	AppContainers    struct {
-		Env          []json.RawMessage `json:"env"`
+	// Annotations are set on the Pod where it does not have them already.
+	Annotations map[string]string `json:"annotations"`
+	// Labels are set on the Pod where it does not have them already.
+	Labels map[string]string `json:"labels"`
+	// AppContainers are edits to every app container: each container of
+	// spec.containers that graft did not inject, including ones another
+	// mutator adds later.
+	AppContainers struct {
+		// Env vars (core/v1 EnvVar) are added to an app container that does
+		// not set a var of the same name already.
+		Env []json.RawMessage `json:"env"`
+		// VolumeMounts (core/v1 VolumeMount) are added to an app container
+		// that has no mount of the same name or mountPath already;
+		// mountPath is required.
 		VolumeMounts []json.RawMessage `json:"volumeMounts"`
 	} `json:"appContainers"`
 }

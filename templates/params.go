@@ -17,14 +17,27 @@ import (
 // "1s"); for a list they bound the number of items. Pattern applies to a
 // string, or to each item of a list.
 type Param struct {
-	Name        string    `json:"name"`
-	Type        ParamType `json:"type"`
-	Default     string    `json:"default"`
-	Description string    `json:"description,omitempty"`
-	Pattern     string    `json:"pattern,omitempty"`
-	Min         string    `json:"min,omitempty"`
-	Max         string    `json:"max,omitempty"`
-	Values      []string  `json:"values,omitempty"`
+	// Name is lowerCamelCase letters and digits, at most 63 characters.
+	Name string `json:"name"`
+	// Type is one of the parameter types; it decides the accepted values
+	// and what the fragment sees.
+	Type ParamType `json:"type"`
+	// Default is the value, written as in an annotation, used when neither
+	// the Pod nor the profile sets one. It must obey the parameter's rules.
+	Default string `json:"default"`
+	// Description says what the parameter changes, for the generated docs.
+	Description string `json:"description,omitempty"`
+	// Pattern is a Go regular expression a string, or each item of a list,
+	// must match (add ^ and $ to match all of it).
+	Pattern string `json:"pattern,omitempty"`
+	// Min is the smallest value of an int, quantity or duration, or the
+	// fewest items of a list, written in the parameter's type.
+	Min string `json:"min,omitempty"`
+	// Max is the largest value of an int, quantity or duration, or the most
+	// items of a list.
+	Max string `json:"max,omitempty"`
+	// Values lists what an enum accepts; required for enum, and for enum only.
+	Values []string `json:"values,omitempty"`
 
 	re *regexp.Regexp
 }

@@ -11,11 +11,21 @@ import (
 
 // Template is one parsed, validated sidecar template.
 type Template struct {
-	Name        string    `json:"name"`
-	Description string    `json:"description"`
-	Placement   Placement `json:"placement,omitempty"`
-	Params      []Param   `json:"parameters,omitempty"`
-	// Fragment is the text/template source of the Pod fragment (YAML).
+	// Name is a DNS-1123 label, equal to the file name without .yaml. It
+	// names the template in profiles, in graft.dev/templates and in the
+	// parameter annotations graft.dev/<name>.<param>; a template of the
+	// same name as a built-in one replaces it.
+	Name string `json:"name"`
+	// Description says in a sentence what the template injects; required.
+	Description string `json:"description"`
+	// Placement says where the fragment's initContainers go; default first.
+	Placement Placement `json:"placement,omitempty"`
+	// Params are the parameters the fragment reads as .<name>, each settable
+	// per Pod with the annotation graft.dev/<template>.<name>. Names are
+	// unique within the template.
+	Params []Param `json:"parameters,omitempty"`
+	// Fragment is the text/template source of the Pod fragment (YAML). It
+	// must render, with the parameters' defaults, into a valid fragment.
 	Fragment string `json:"fragment"`
 
 	// File is where the template came from, for messages.

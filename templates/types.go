@@ -52,11 +52,24 @@ type KV struct{ Key, Value string }
 type ParamType string
 
 const (
-	TypeString   ParamType = "string"
-	TypeInt      ParamType = "int"
-	TypeBool     ParamType = "bool"
+	// TypeString is any string, or one matching pattern; the fragment sees
+	// the string.
+	TypeString ParamType = "string"
+	// TypeInt is a decimal integer within min and max; the fragment sees an
+	// int64.
+	TypeInt ParamType = "int"
+	// TypeBool is "true" or "false"; the fragment sees a bool.
+	TypeBool ParamType = "bool"
+	// TypeQuantity is a Kubernetes quantity such as 100m or 64Mi within min
+	// and max; the fragment sees the string as written.
 	TypeQuantity ParamType = "quantity"
-	TypeEnum     ParamType = "enum"
+	// TypeEnum is one of values; the fragment sees the string.
+	TypeEnum ParamType = "enum"
+	// TypeDuration is a Go duration such as 30s or 5m within min and max;
+	// the fragment sees the string as written.
 	TypeDuration ParamType = "duration"
-	TypeList     ParamType = "list"
+	// TypeList is comma-separated items (spaces around each are trimmed, no
+	// empty items), each matching pattern, at least min and at most max of
+	// them; the fragment sees a list of strings.
+	TypeList ParamType = "list"
 )

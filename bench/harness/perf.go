@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -27,8 +28,20 @@ func startPerf(pid int, data string) (*perfRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("perf: %w", err)
 	}
+	// perf attaches to a running process asynchronously, and on a busy
+	// machine later than any fixed pause: the samples of a short run were
+	// then lost. So perf starts with its events off (-D -1) and a control
+	// FIFO pair, and the load starts only once perf acknowledges "enable".
+	ctl, ack := data+".ctl", data+".ack"
+	for _, f := range []string{ctl, ack} {
+		_ = os.Remove(f)
+		if err := syscall.Mkfifo(f, 0o600); err != nil {
+			return nil, fmt.Errorf("perf control fifo: %w", err)
+		}
+	}
 	// cpu-clock works where hardware counters are not exposed (VMs).
-	cmd := exec.Command(bin, "record", "-e", "cpu-clock", "-F", "1999", "-g", "-p", strconv.Itoa(pid), "-o", data)
+	cmd := exec.Command(bin, "record", "-e", "cpu-clock", "-F", "1999", "-g", "-p", strconv.Itoa(pid),
+		"-D", "-1", "--control", "fifo:"+ctl+","+ack, "-o", data)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -43,9 +56,48 @@ func startPerf(pid int, data string) (*perfRecord, error) {
 		}
 		p.done <- nil
 	}()
-	// perf attaches asynchronously; give it a moment before the load starts.
-	time.Sleep(200 * time.Millisecond)
+	err = p.enable(ctl, ack)
+	for _, f := range []string{ctl, ack} {
+		_ = os.Remove(f) // both ends are open or done with by now
+	}
+	if err != nil {
+		_ = cmd.Process.Kill()
+		<-p.done
+		return nil, err
+	}
 	return p, nil
+}
+
+// enable turns perf's events on through its control FIFO and waits for
+// the acknowledgement, bounded in time. Both FIFOs are opened read-write,
+// which on Linux never blocks, so a perf that died early costs a timeout,
+// not a stuck goroutine.
+func (p *perfRecord) enable(ctl, ack string) error {
+	c, err := os.OpenFile(ctl, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("perf record: enable: %w", err)
+	}
+	defer c.Close()
+	a, err := os.OpenFile(ack, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("perf record: enable: %w", err)
+	}
+	defer a.Close()
+	if _, err := c.WriteString("enable\n"); err != nil {
+		return fmt.Errorf("perf record: enable: %w", err)
+	}
+	if err := a.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		return fmt.Errorf("perf record: enable: %w", err)
+	}
+	buf := make([]byte, 16)
+	n, err := a.Read(buf)
+	switch {
+	case err != nil:
+		return fmt.Errorf("perf record: no acknowledgement of enable: %w", err)
+	case !strings.HasPrefix(string(buf[:n]), "ack"):
+		return fmt.Errorf("perf record: enable answered %q", buf[:n])
+	}
+	return nil
 }
 
 // stop ends the recording and writes perf report's flat profile to report.

@@ -2,43 +2,46 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/graftdev/graft/inject"
 )
 
 func newExplainCmd() *cobra.Command {
 	var f offlineFlags
 	cmd := &cobra.Command{
-		Use:   "explain -f pod.yaml [flags]",
+		Use:   "explain [-f] FILE|DIR|- ... [flags]",
 		Short: "Show what the webhook would decide for a Pod, and why",
 		Long: `explain runs each Pod (or workload's Pod template) of the input through the
-engine, as graft serve would, and shows the decision and its reason, the
-profile and templates chosen, every template parameter with its value and
+engine, as graft serve would be called for it, and shows whether its
+namespace selects graft and with which profile, the decision and its
+reason, the templates chosen, every template parameter with its value and
 where it came from (default, profile or Pod annotation), the warnings, and
-the patch. -o json gives one JSON object per Pod, for machines.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, docs, err := f.open(cmd)
+the patch, as YAML, with paths in the manifest's object. -o json gives one
+JSON object per Pod, for machines.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			run, err := f.open(cmd, args)
 			if err != nil {
 				return err
 			}
 			var out bytes.Buffer
 			var errs []error
 			n := 0
-			for _, d := range docs {
+			for _, d := range run.docs {
 				spots, err := findPods(d)
 				if err != nil {
 					errs = append(errs, &docError{source: d.source, index: d.index, err: err})
 					continue
 				}
 				for _, s := range spots {
-					ex, err := a.explain(d, s)
+					if s.foreign != "" {
+						reportNoTemplate(d, s, run.report)
+						continue
+					}
+					ex, err := run.admitter.explain(d, s, run.report)
 					if err != nil {
 						errs = append(errs, &docError{source: d.source, index: d.index, what: s.what, err: err})
 						continue
@@ -73,19 +76,23 @@ the patch. -o json gives one JSON object per Pod, for machines.`,
 
 // explained is one Pod's explanation, as -o json prints it.
 type explained struct {
-	Source    string                       `json:"source"`
-	Document  int                          `json:"document"`
-	Object    string                       `json:"object"`
-	Namespace string                       `json:"namespace"`
-	Decision  string                       `json:"decision"`
-	Reason    string                       `json:"reason"`
-	Profile   string                       `json:"profile"`
-	Templates []string                     `json:"templates"`
-	Params    []explainedParam             `json:"params"`
-	Warnings  []string                     `json:"warnings"`
-	Message   string                       `json:"message,omitempty"`
-	Patch     json.RawMessage              `json:"patch"`
-	patchOps  []map[string]json.RawMessage `json:"-"`
+	Source    string `json:"source"`
+	Document  int    `json:"document"`
+	Object    string `json:"object"`
+	Namespace string `json:"namespace"`
+	// Label is the namespace's graft.dev/inject value; LabelFrom says
+	// where the namespace's labels came from (see selection).
+	Label     string           `json:"label"`
+	LabelFrom string           `json:"labelFrom"`
+	Decision  string           `json:"decision"`
+	Reason    string           `json:"reason"`
+	Profile   string           `json:"profile"`
+	Templates []string         `json:"templates"`
+	Params    []explainedParam `json:"params"`
+	Warnings  []string         `json:"warnings"`
+	Message   string           `json:"message,omitempty"`
+	Patch     []patchOp        `json:"patch"`
+	excluded  bool             // the namespace is never injected
 }
 
 type explainedParam struct {
@@ -95,129 +102,52 @@ type explainedParam struct {
 	Source   string `json:"source"`
 }
 
-func (a *admitter) explain(d *document, spot podSpot) (*explained, error) {
-	pod, err := podJSON(spot)
-	if err != nil {
-		return nil, err
-	}
-	body, err := a.review(spot, pod)
-	if err != nil {
-		return nil, err
-	}
-	ex, err := a.engine.Explain(body, a.opts)
-	if err != nil {
-		return nil, err
-	}
-	ns, _ := a.namespaceFor(spot) // review checked it
+// explain explains the Pod at spot: the namespace's selection, then the
+// engine's answer, with graft's own warnings about the manifest.
+func (a *admitter) explain(d *document, spot podSpot, rep *reporter) (*explained, error) {
 	out := &explained{
 		Source:    d.source,
 		Document:  d.index,
 		Object:    spot.what,
-		Namespace: ns,
-		Decision:  ex.Result.Decision.String(),
-		Reason:    ex.Result.Reason.String(),
-		Profile:   ex.Profile,
-		Templates: nonNil(ex.Templates),
+		Templates: []string{},
 		Params:    []explainedParam{},
-		Warnings:  nonNil(ex.Warnings),
-		Message:   ex.Message,
-		Patch:     json.RawMessage("[]"),
+		Warnings:  []string{},
+		Patch:     []patchOp{},
 	}
+	if spot.holder == nil {
+		ns, err := a.namespaceFor(spot)
+		out.Namespace, out.Decision, out.Reason, out.Message = ns, "no-pod-template", "none", spot.noTemplate
+		return out, err
+	}
+	ns, sel, body, err := a.request(spot)
+	if err != nil {
+		return nil, err
+	}
+	out.Namespace, out.Label, out.LabelFrom = ns, sel.label, sel.from
+	out.excluded = sel.reason == "namespace-excluded"
+	out.Warnings = append(out.Warnings, podWarnings(spot)...)
+	if sel.from == fromAssumed {
+		rep.note(a.sel.assumption(ns))
+	}
+	if body == nil {
+		out.Decision, out.Reason, out.Message = "not-selected", sel.reason, sel.why
+		return out, nil
+	}
+	ex, err := a.engine.Explain(body, inject.Options{Profile: sel.profile})
+	if err != nil {
+		return nil, err
+	}
+	out.Decision, out.Reason = ex.Result.Decision.String(), ex.Result.Reason.String()
+	out.Profile, out.Message = ex.Profile, ex.Message
+	out.Templates = append(out.Templates, ex.Templates...)
+	out.Warnings = append(out.Warnings, ex.Warnings...)
 	for _, p := range ex.Params {
 		out.Params = append(out.Params, explainedParam{Template: p.Template, Param: p.Param, Value: p.Value, Source: p.Source})
 	}
 	if len(ex.Patch) > 0 {
-		out.Patch = json.RawMessage(ex.Patch)
-		if err := json.Unmarshal(ex.Patch, &out.patchOps); err != nil {
-			return nil, fmt.Errorf("engine patch: %w", err)
+		if out.Patch, err = documentOps(spot, ex.Patch); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-func writeExplanationJSON(w *bytes.Buffer, ex *explained) error {
-	b, err := json.MarshalIndent(ex, "", "  ")
-	if err != nil {
-		return err
-	}
-	w.Write(b)
-	w.WriteByte('\n')
-	return nil
-}
-
-func writeExplanationText(w io.Writer, ex *explained) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "%s: document %d: %s in namespace %s\n", ex.Source, ex.Document, ex.Object, ex.Namespace)
-	fmt.Fprintf(tw, "  decision:\t%s\n", ex.Decision)
-	fmt.Fprintf(tw, "  reason:\t%s\n", ex.Reason)
-	if ex.Message != "" {
-		fmt.Fprintf(tw, "  message:\t%s\n", ex.Message)
-	}
-	fmt.Fprintf(tw, "  profile:\t%s\n", ex.Profile)
-	fmt.Fprintf(tw, "  templates:\t%s\n", orNone(strings.Join(ex.Templates, ", ")))
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if len(ex.Params) == 0 {
-		fmt.Fprintln(w, "  parameters: none")
-	} else {
-		fmt.Fprintln(w, "  parameters:")
-		for _, p := range ex.Params {
-			fmt.Fprintf(tw, "    %s.%s\t%s\t(%s)\n", p.Template, p.Param, p.Value, p.Source)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	if len(ex.Warnings) == 0 {
-		fmt.Fprintln(w, "  warnings: none")
-	} else {
-		fmt.Fprintln(w, "  warnings:")
-		for _, warn := range ex.Warnings {
-			fmt.Fprintf(w, "    - %s\n", warn)
-		}
-	}
-	if len(ex.patchOps) == 0 {
-		fmt.Fprintln(w, "  patch: none")
-		return nil
-	}
-	fmt.Fprintf(w, "  patch: %d operations\n", len(ex.patchOps))
-	for _, op := range ex.patchOps {
-		line := "    " + jsonText(op["op"]) + " " + jsonText(op["path"])
-		if from, ok := op["from"]; ok {
-			line += " from " + jsonText(from)
-		}
-		if v, ok := op["value"]; ok {
-			var b bytes.Buffer
-			if err := json.Compact(&b, v); err != nil {
-				return err
-			}
-			line += " " + b.String()
-		}
-		fmt.Fprintln(w, line)
-	}
-	return nil
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
-}
-
-// jsonText shows a JSON string without quotes, anything else as it is.
-func jsonText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	return string(raw)
 }

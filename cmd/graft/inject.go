@@ -1,75 +1,138 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
-
-	"github.com/graftdev/graft/inject"
 )
 
 // offlineFlags are shared by the subcommands that run the engine offline.
 type offlineFlags struct {
-	files        []string
-	profile      string
-	config       string
-	templatesDir string
-	namespace    string
-	output       string
-	formats      []string // allowed -o values, the first the default
+	files           []string
+	recursive       bool
+	profile         string
+	config          string
+	templatesDir    string
+	namespace       string
+	namespaceLabels string
+	output          string
+	quiet           bool
+	formats         []string // allowed -o values, the first the default
 }
 
-// open does what inject and explain both do first: check the output
-// format, build the engine, read the input documents.
-func (f *offlineFlags) open(cmd *cobra.Command) (*admitter, []*document, error) {
+// offlineRun is what inject and explain both start from.
+type offlineRun struct {
+	admitter *admitter
+	files    []*inputFile
+	docs     []*document
+	report   *reporter
+}
+
+// open does what inject and explain both do first: check the flags,
+// build the engine, read the input documents (the -f ones and then the
+// arguments), and learn the namespaces' labels.
+func (f *offlineFlags) open(cmd *cobra.Command, args []string) (*offlineRun, error) {
 	if err := checkFormat(f.output, f.formats...); err != nil {
-		return nil, nil, err
+		return nil, err
+	}
+	sel := &selector{}
+	if cmd.Flags().Changed("namespace-labels") {
+		var err error
+		if sel.flagLabels, err = parseLabels(f.namespaceLabels); err != nil {
+			return nil, err
+		}
 	}
 	engine, err := newOfflineEngine(f.config, f.templatesDir, f.profile)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	docs, err := readDocuments(f.files, cmd.InOrStdin())
+	files, err := readInputs(append(f.files, args...), f.recursive, cmd.InOrStdin())
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return &admitter{engine: engine, opts: inject.Options{Profile: f.profile}, namespace: f.namespace}, docs, nil
+	docs := allDocuments(files)
+	if !hasObjects(docs) {
+		return nil, errors.New("no objects in the input")
+	}
+	sel.defaultProfile, sel.profiles = engine.DefaultProfile(), engine.Profiles()
+	sel.assumed = cmp.Or(f.profile, sel.defaultProfile)
+	sel.declareNamespaces(docs)
+	return &offlineRun{
+		admitter: &admitter{engine: engine, sel: sel, namespace: f.namespace},
+		files:    files,
+		docs:     docs,
+		report:   newReporter(cmd.ErrOrStderr(), f.quiet, docs),
+	}, nil
 }
 
 func (f *offlineFlags) register(cmd *cobra.Command, formats ...string) {
 	f.formats = formats
 	fl := cmd.Flags()
-	fl.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory of manifests, or - for stdin (repeatable)")
-	fl.StringVar(&f.profile, "profile", "", "profile to inject with (default: the configuration's default profile)")
+	fl.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory of manifests, or - for stdin (repeatable; also as arguments)")
+	fl.BoolVarP(&f.recursive, "recursive", "R", false, "read the directories' subdirectories too")
+	fl.StringVar(&f.profile, "profile", "", "profile for namespaces whose labels are unknown, as if labelled graft.dev/inject=PROFILE (default: the configuration's default profile)")
 	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve")
 	fl.StringVar(&f.templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
 	fl.StringVarP(&f.namespace, "namespace", "n", "", `namespace for objects that name none (default "default")`)
+	fl.StringVar(&f.namespaceLabels, "namespace-labels", "", "labels of the namespaces that have no Namespace object in the input: key=value,...")
 	fl.StringVarP(&f.output, "output", "o", formats[0], "output format: "+strings.Join(formats, " or "))
-	_ = cmd.MarkFlagRequired("filename")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "say nothing on stderr but warnings and errors")
 }
 
 func newInjectCmd() *cobra.Command {
-	var f offlineFlags
+	var (
+		f          offlineFlags
+		outputFile string
+		inPlace    bool
+	)
 	cmd := &cobra.Command{
-		Use:   "inject -f FILE|DIR|- [flags]",
+		Use:   "inject [-f] FILE|DIR|- ... [flags]",
 		Short: "Inject sidecars into the Pods and Pod templates of manifests, as the webhook would",
 		Long: `inject reads Kubernetes manifests (multi-document YAML or JSON) and injects
 into every Pod and into the Pod templates of Deployments, StatefulSets,
-DaemonSets, ReplicaSets, ReplicationControllers, Jobs and CronJobs, with the
-engine and configuration graft serve uses. Other objects pass through
-unchanged, in order. Nothing is written unless every document succeeds.
-Running inject on its own output changes nothing.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, docs, err := f.open(cmd)
+DaemonSets, ReplicaSets, ReplicationControllers, Jobs, CronJobs, OpenShift
+DeploymentConfigs and Argo Rollouts, with the engine and configuration
+graft serve uses, in the namespaces the webhook would select. What graft
+adds is written into the manifest's own text; everything else stays as it
+was. Other objects pass through unchanged, in order. A line per object on
+stderr says what happened. Nothing is written unless every document
+succeeds. Running inject on its own output changes nothing.
+
+-o is the output format (yaml or json), as in kubectl; istioctl
+kube-inject's -o FILE is --output-file FILE here.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if inPlace && (outputFile != "" || cmd.Flags().Changed("output")) {
+				return errors.New("--in-place writes each file in its own format: give neither --output-file nor -o with it")
+			}
+			run, err := f.open(cmd, args)
 			if err != nil {
 				return err
 			}
-			out, err := injectDocuments(a, docs, f.output, func(d *document, what, msg string) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: document %d (%s): %s\n", d.source, d.index, what, msg)
-			})
+			if inPlace {
+				if err := checkInPlace(run.files); err != nil {
+					return err
+				}
+			}
+			run.admitter.jsonOut = f.output == "json"
+			if err := injectDocuments(run.admitter, run.docs, run.report); err != nil {
+				return err
+			}
+			switch {
+			case inPlace:
+				return writeInPlace(run.files)
+			case outputFile != "" && outputFile != "-":
+				out, err := encodeOutput(run.files, f.output)
+				if err != nil {
+					return err
+				}
+				return writeFiles([]fileWrite{{path: outputFile, data: out}})
+			}
+			out, err := encodeOutput(run.files, f.output)
 			if err != nil {
 				return err
 			}
@@ -78,18 +141,52 @@ Running inject on its own output changes nothing.`,
 		},
 	}
 	f.register(cmd, "yaml", "json")
+	cmd.Flags().StringVar(&outputFile, "output-file", "", "write the output to this file (atomically) instead of stdout")
+	cmd.Flags().BoolVar(&inPlace, "in-place", false, "rewrite each changed input file (atomically, all files or none)")
 	return cmd
 }
 
-// injectDocuments injects into docs and renders them in format; nothing
-// is rendered if any document fails.
-func injectDocuments(a *admitter, docs []*document, format string, warn func(d *document, what, msg string)) ([]byte, error) {
-	var errs []error
-	for _, d := range docs {
-		errs = append(errs, a.injectDocument(d, func(what, msg string) { warn(d, what, msg) })...)
+// checkInPlace refuses inputs --in-place cannot rewrite: stdin, and a
+// file named twice.
+func checkInPlace(files []*inputFile) error {
+	seen := map[string]bool{}
+	for _, f := range files {
+		if f.path == "" {
+			return errors.New("--in-place cannot rewrite stdin")
+		}
+		real, err := filepath.EvalSymlinks(f.path)
+		if err != nil {
+			return plainPathError(err)
+		}
+		if abs, err := filepath.Abs(real); err == nil {
+			real = abs
+		}
+		if seen[real] {
+			return fmt.Errorf("--in-place: %s is given twice", f.path)
+		}
+		seen[real] = true
+		f.path = real
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	return nil
+}
+
+// writeInPlace rewrites the files graft changed, each in the format it
+// was read in.
+func writeInPlace(files []*inputFile) error {
+	var writes []fileWrite
+	for _, f := range files {
+		if !f.changed() {
+			continue
+		}
+		format := "yaml"
+		if f.json() {
+			format = "json"
+		}
+		out, err := encodeFile(f, format)
+		if err != nil {
+			return err
+		}
+		writes = append(writes, fileWrite{path: f.path, data: out, old: f.data})
 	}
-	return encodeDocuments(docs, format)
+	return writeFiles(writes)
 }

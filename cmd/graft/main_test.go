@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -20,5 +22,55 @@ func TestScripts(t *testing.T) {
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 		UpdateScripts:       os.Getenv("GRAFT_UPDATE_SCRIPTS") == "1",
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"additions-only": additionsOnly,
+			"crlf":           rewriteFile(func(s string) string { return strings.ReplaceAll(s, "\n", "\r\n") }),
+			"lf":             rewriteFile(func(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }),
+			"chomp":          rewriteFile(func(s string) string { return strings.TrimSuffix(s, "\n") }),
+		},
 	})
+}
+
+// additionsOnly checks that a diff from the first file to the second
+// shows only added lines: every line of the first, line break included,
+// is in the second, in order. (A last line without a line break may gain
+// one.)
+func additionsOnly(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: additions-only before after")
+	}
+	before := strings.SplitAfter(ts.ReadFile(args[0]), "\n")
+	after := strings.SplitAfter(ts.ReadFile(args[1]), "\n")
+	j := 0
+	missing := ""
+	for i, l := range before {
+		if l == "" {
+			continue
+		}
+		last := i == len(before)-1 && !strings.HasSuffix(l, "\n")
+		for j < len(after) && after[j] != l && !(last && strings.TrimRight(after[j], "\r\n") == l) {
+			j++
+		}
+		if j == len(after) {
+			missing = fmt.Sprintf("line %d of %s, %q, is not in %s (in order)", i+1, args[0], l, args[1])
+			break
+		}
+		j++
+	}
+	switch {
+	case missing != "" && !neg:
+		ts.Fatalf("%s", missing)
+	case missing == "" && neg:
+		ts.Fatalf("%s has every line of %s, in order", args[1], args[0])
+	}
+}
+
+// rewriteFile returns a script command that rewrites its file with edit.
+func rewriteFile(edit func(string) string) func(*testscript.TestScript, bool, []string) {
+	return func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 1 {
+			ts.Fatalf("usage: FILE")
+		}
+		ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(edit(ts.ReadFile(args[0]))), 0o644))
+	}
 }

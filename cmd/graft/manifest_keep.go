@@ -36,8 +36,8 @@ func keepOriginal(orig, updated *yaml.Node) *yaml.Node {
 		out := &yaml.Node{Kind: yaml.SequenceNode, Tag: updated.Tag}
 		keepComments(out, orig)
 		used := make([]bool, len(o.Content))
-		for _, v := range updated.Content {
-			out.Content = append(out.Content, keepElement(o.Content, used, v))
+		for i, v := range updated.Content {
+			out.Content = append(out.Content, keepElement(o.Content, used, i, v))
 		}
 		return out
 	case o.Kind == yaml.ScalarNode && updated.Kind == yaml.ScalarNode:
@@ -46,22 +46,27 @@ func keepOriginal(orig, updated *yaml.Node) *yaml.Node {
 	return updated
 }
 
-// keepElement finds v's original among elems: an equal unused element, or
-// else the unused element with the same name (a container graft edited).
-func keepElement(elems []*yaml.Node, used []bool, v *yaml.Node) *yaml.Node {
-	for i, e := range elems {
-		if !used[i] && sameValue(e, v) {
-			used[i] = true
+// keepElement finds v, the element at index i, among the original elems:
+// an equal unused element, or else the unused element with the same name
+// (a container graft edited), or else for an unnamed one, the unused
+// element at the same index (an item of a List).
+func keepElement(elems []*yaml.Node, used []bool, i int, v *yaml.Node) *yaml.Node {
+	for j, e := range elems {
+		if !used[j] && sameValue(e, v) {
+			used[j] = true
 			return e
 		}
 	}
-	if name := mapString(v, "name"); name != "" {
-		for i, e := range elems {
-			if !used[i] && mapString(e, "name") == name {
-				used[i] = true
-				return keepOriginal(e, v)
-			}
+	name := mapString(v, "name")
+	for j, e := range elems {
+		if !used[j] && name != "" && mapString(e, "name") == name {
+			used[j] = true
+			return keepOriginal(e, v)
 		}
+	}
+	if name == "" && i < len(elems) && !used[i] && mapString(elems[i], "name") == "" {
+		used[i] = true
+		return keepOriginal(elems[i], v)
 	}
 	return v
 }

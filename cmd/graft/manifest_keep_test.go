@@ -110,10 +110,11 @@ spec:
 			if err != nil {
 				t.Fatal(err)
 			}
-			spot := podSpot{holder: doc.Content[0], isPod: true}
-			if err := putBack(spot, patched); err != nil {
+			updated, err := jsonNode(patched)
+			if err != nil {
 				t.Fatal(err)
 			}
+			doc.Content[0] = keepOriginal(doc.Content[0], updated)
 			var buf bytes.Buffer
 			enc := yaml.NewEncoder(&buf)
 			enc.SetIndent(2)

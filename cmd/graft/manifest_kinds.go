@@ -18,7 +18,22 @@ type podSpot struct {
 	holder    *yaml.Node
 	isPod     bool
 	path      string // where holder is, for messages: "spec.template"
+	pointer   string // where holder is in the document, as a JSON Pointer
 	namespace string // the object's metadata.namespace, if any
+	// object is the workload's own mapping (the Pod itself for a Pod).
+	object *yaml.Node
+	item   string // "items[3]: " for an item of a List
+	// holder is nil for an object whose Pods graft does not inject here:
+	// noTemplate says why a kind that carries Pods has no template (an
+	// Argo Rollout naming a workload); foreign is where an object of a kind
+	// graft does not know has a Pod spec (spec.template.spec).
+	noTemplate, foreign string
+}
+
+// ref names the object as kubectl does, kind/name, after the List item
+// it is, if any.
+func (s podSpot) ref() string {
+	return prefixed(s.item, mapString(s.object, "kind")+"/"+objectName(mapGet(s.object, "metadata")))
 }
 
 type groupKind struct{ group, kind string }
@@ -37,6 +52,9 @@ var templatePaths = map[groupKind][]string{
 	{"extensions", "ReplicaSet"}:  {"spec", "template"},
 	{"batch", "Job"}:              {"spec", "template"},
 	{"batch", "CronJob"}:          {"spec", "jobTemplate", "spec", "template"},
+	// Pod-template carriers many clusters have besides the built-in ones.
+	{"apps.openshift.io", "DeploymentConfig"}: {"spec", "template"},
+	{"argoproj.io", "Rollout"}:                {"spec", "template"},
 }
 
 // findPods returns the Pods of doc, in order. A v1 List is searched item
@@ -46,7 +64,7 @@ func findPods(doc *document) ([]podSpot, error) {
 	if root == nil {
 		return nil, nil
 	}
-	spots, err := findPodsIn(root, "", typeMeta{})
+	spots, err := findPodsIn(root, "", "", typeMeta{})
 	for i := range spots {
 		spots[i].doc = doc
 	}
@@ -56,24 +74,51 @@ func findPods(doc *document) ([]podSpot, error) {
 // typeMeta is an object's apiVersion and kind.
 type typeMeta struct{ apiVersion, kind string }
 
+func (t typeMeta) group() string {
+	if g, _, ok := strings.Cut(t.apiVersion, "/"); ok {
+		return g
+	}
+	return ""
+}
+
+// objectType reads obj's apiVersion and kind; items of a typed list may
+// leave both out and are then def.
+func objectType(obj *yaml.Node, def typeMeta) (typeMeta, error) {
+	av, k := mapGet(obj, "apiVersion"), mapGet(obj, "kind")
+	if av == nil && k == nil && def.kind != "" {
+		return def, nil
+	}
+	tm := typeMeta{mapString(obj, "apiVersion"), mapString(obj, "kind")}
+	if err := typeField("apiVersion", av, tm.apiVersion); err != nil {
+		return typeMeta{}, err
+	}
+	return tm, typeField("kind", k, tm.kind)
+}
+
+// typeField checks that apiVersion or kind is a string as kubectl reads
+// it: a plain y, yes or on is a boolean to YAML 1.1.
+func typeField(name string, n *yaml.Node, v string) error {
+	switch {
+	case v != "":
+		return nil
+	case n != nil && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" && n.Value != "":
+		return fmt.Errorf("%s: %s is a boolean to kubectl, which reads YAML 1.1; quote it", name, n.Value)
+	}
+	return errors.New("apiVersion and kind are required")
+}
+
 // findPodsIn finds the Pods of obj. Items of a typed list may leave out
 // apiVersion and kind (the API does): def is then what they are.
-func findPodsIn(obj *yaml.Node, prefix string, def typeMeta) ([]podSpot, error) {
+func findPodsIn(obj *yaml.Node, prefix, ptr string, def typeMeta) ([]podSpot, error) {
 	obj = deref(obj)
 	if obj.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("%snot a Kubernetes object: got %s, want a mapping", prefix, kindName(obj))
 	}
-	apiVersion, kind := mapString(obj, "apiVersion"), mapString(obj, "kind")
-	if apiVersion == "" && kind == "" {
-		apiVersion, kind = def.apiVersion, def.kind
+	tm, err := objectType(obj, def)
+	if err != nil {
+		return nil, fmt.Errorf("%snot a Kubernetes object: %w", prefix, err)
 	}
-	if apiVersion == "" || kind == "" {
-		return nil, fmt.Errorf("%snot a Kubernetes object: apiVersion and kind are required", prefix)
-	}
-	group, _, _ := strings.Cut(apiVersion, "/")
-	if !strings.Contains(apiVersion, "/") {
-		group = ""
-	}
+	apiVersion, kind, group := tm.apiVersion, tm.kind, tm.group()
 	meta := mapGet(obj, "metadata")
 	what := kind + " " + objectName(meta)
 	if group == "" && kind == "List" {
@@ -85,9 +130,20 @@ func findPodsIn(obj *yaml.Node, prefix string, def typeMeta) ([]podSpot, error) 
 	}
 	path, ok := templatePaths[groupKind{group, kind}]
 	if !ok {
+		if at, found := foreignTemplate(obj, "", 0); found {
+			return []podSpot{{what: prefixed(prefix, what), object: obj, item: prefix, pointer: ptr, foreign: joinPath(at, "spec")}}, nil
+		}
 		return nil, nil
 	}
-	spot := podSpot{what: what, holder: obj, isPod: path == nil, path: strings.Join(path, "."), namespace: mapString(meta, "namespace")}
+	spot := podSpot{what: what, holder: obj, object: obj, item: prefix, isPod: path == nil, path: strings.Join(path, "."),
+		pointer: ptr + pointer(path), namespace: mapString(meta, "namespace")}
+	if ref := mapGet(mapGet(obj, "spec"), "workloadRef"); kind == "Rollout" && ref != nil && mapGet(mapGet(obj, "spec"), "template") == nil {
+		// An Argo Rollout may take its Pods from a Deployment's template
+		// instead of carrying one: that Deployment is where graft injects.
+		spot.holder, spot.what = nil, prefixed(prefix, what)
+		spot.noTemplate = fmt.Sprintf("no Pod template: spec.workloadRef takes the Pods of %s %s, injected where it is defined", orNone(mapString(ref, "kind")), orNone(mapString(ref, "name")))
+		return []podSpot{spot}, nil
+	}
 	for i, key := range path {
 		next := mapGet(spot.holder, key)
 		if next == nil {
@@ -129,7 +185,7 @@ func findPodsInList(list *yaml.Node, prefix string, def typeMeta) ([]podSpot, er
 	}
 	var spots []podSpot
 	for i, it := range items.Content {
-		s, err := findPodsIn(it, fmt.Sprintf("items[%d]: ", i), def)
+		s, err := findPodsIn(it, fmt.Sprintf("items[%d]: ", i), fmt.Sprintf("/items/%d", i), def)
 		if err != nil {
 			return nil, err
 		}
@@ -160,4 +216,22 @@ func joinPath(path, key string) string {
 		return key
 	}
 	return path + "." + key
+}
+
+// foreignTemplate finds a Pod template (or a Pod spec) in an object of a
+// kind graft does not inject into: a mapping whose spec has containers.
+// It returns the template's path ("" for the object itself).
+func foreignTemplate(n *yaml.Node, path string, depth int) (string, bool) {
+	if n.Kind != yaml.MappingNode || depth > 6 {
+		return "", false
+	}
+	if c := mapGet(mapGet(n, "spec"), "containers"); c != nil && c.Kind == yaml.SequenceNode {
+		return path, true
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if at, ok := foreignTemplate(deref(n.Content[i+1]), joinPath(path, n.Content[i].Value), depth+1); ok {
+			return at, true
+		}
+	}
+	return "", false
 }

@@ -250,28 +250,22 @@ func mapGet(m *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
-// mapSet sets key in mapping m to v, appending the key if it is new.
-func mapSet(m *yaml.Node, key string, v *yaml.Node) {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			m.Content[i+1] = v
-			return
-		}
-	}
-	m.Content = append(m.Content, strNode(key), v)
-}
-
-// mapInsertFirst puts key, which m lacks, first in m.
-func mapInsertFirst(m *yaml.Node, key string, v *yaml.Node) {
-	m.Content = append([]*yaml.Node{strNode(key), v}, m.Content...)
-}
-
-// mapString returns the string value of key in m, or "".
+// mapString returns the string value of key in m, or "": also for a
+// plain y, yes, on..., which kubectl reads as a boolean (see nodeJSON).
 func mapString(m *yaml.Node, key string) string {
-	if v := mapGet(m, key); v != nil && v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str" {
+	if v := mapGet(m, key); v != nil && isJSONString(v) {
 		return v.Value
 	}
 	return ""
+}
+
+// isJSONString reports whether n is a string to kubectl (and nodeJSON).
+func isJSONString(n *yaml.Node) bool {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		return false
+	}
+	_, isBool := yaml11Bool(n.Value)
+	return !isBool || n.Style != 0
 }
 
 func deref(n *yaml.Node) *yaml.Node {

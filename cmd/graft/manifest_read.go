@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -29,6 +30,38 @@ type document struct {
 	// as it is unless changed.
 	text    []byte
 	changed bool
+	json    bool // read from a stream of JSON values
+}
+
+// inputFile is one input, a file or stdin, with its documents.
+type inputFile struct {
+	name string // as messages show it: the path, or <stdin>
+	path string // the file --in-place rewrites; "" for stdin
+	data []byte // the bytes read
+	bom  bool   // data starts with a UTF-8 byte order mark
+	docs []*document
+}
+
+// changed reports whether graft changed any of the file's documents.
+func (f *inputFile) changed() bool {
+	return slices.ContainsFunc(f.docs, func(d *document) bool { return d.changed })
+}
+
+// json reports whether the file was read as a stream of JSON values.
+func (f *inputFile) json() bool { return len(f.docs) > 0 && f.docs[0].json }
+
+// allDocuments returns the documents of files, in order.
+func allDocuments(files []*inputFile) []*document {
+	var docs []*document
+	for _, f := range files {
+		docs = append(docs, f.docs...)
+	}
+	return docs
+}
+
+// hasObjects reports whether any document holds something.
+func hasObjects(docs []*document) bool {
+	return slices.ContainsFunc(docs, func(d *document) bool { return d.root() != nil })
 }
 
 // root is the document's top-level node, or nil for an empty document.
@@ -67,42 +100,46 @@ func (e *docError) Error() string {
 
 func (e *docError) Unwrap() error { return e.err }
 
-// readDocuments reads every document of every input, in order. An input is
-// a file, a directory (its *.yaml, *.yml and *.json files, sorted by name,
-// not recursive) or "-" for stdin.
-func readDocuments(inputs []string, stdin io.Reader) ([]*document, error) {
+// readInputs reads every document of every input, in order. An input is
+// a file, a directory (its *.yaml, *.yml and *.json files, sorted by name;
+// with recursive, those of its subdirectories too) or "-" for stdin.
+func readInputs(inputs []string, recursive bool, stdin io.Reader) ([]*inputFile, error) {
 	if len(inputs) == 0 {
-		return nil, errors.New("no input: give -f FILE, -f DIR or -f -")
+		return nil, errors.New("no input: name files or directories, or - for stdin (also with -f)")
 	}
-	var docs []*document
+	var files []*inputFile
+	stdinRead := false
 	for _, in := range inputs {
-		files, err := expandInput(in)
+		paths, err := expandInput(in, recursive)
 		if err != nil {
 			return nil, plainPathError(err)
 		}
-		for _, f := range files {
-			var data []byte
-			name := f
-			if f == "-" {
-				name = "<stdin>"
-				data, err = bounded.Read(stdin, name, maxManifestBytes)
+		for _, p := range paths {
+			f := &inputFile{name: p, path: p}
+			if p == "-" {
+				if stdinRead {
+					return nil, errors.New("- (stdin) is given twice")
+				}
+				stdinRead = true
+				f.name, f.path = "<stdin>", ""
+				f.data, err = bounded.Read(stdin, f.name, maxManifestBytes)
 			} else {
-				data, err = bounded.ReadFile(f, maxManifestBytes)
+				f.data, err = bounded.ReadFile(p, maxManifestBytes)
 			}
 			if err != nil {
 				return nil, plainPathError(err)
 			}
-			ds, err := parseDocuments(name, data)
-			if err != nil {
+			f.bom = bytes.HasPrefix(f.data, utf8BOM)
+			if f.docs, err = parseDocuments(f.name, f.data); err != nil {
 				return nil, err
 			}
-			docs = append(docs, ds...)
+			files = append(files, f)
 		}
 	}
-	return docs, nil
+	return files, nil
 }
 
-func expandInput(in string) ([]string, error) {
+func expandInput(in string, recursive bool) ([]string, error) {
 	if in == "-" {
 		return []string{in}, nil
 	}
@@ -113,15 +150,10 @@ func expandInput(in string) ([]string, error) {
 	if !st.IsDir() {
 		return []string{in}, nil
 	}
-	entries, err := os.ReadDir(in)
-	if err != nil {
-		return nil, err
-	}
 	var files []string
-	for _, e := range entries {
+	add := func(path string, e fs.DirEntry) {
 		switch filepath.Ext(e.Name()) {
 		case ".yaml", ".yml", ".json":
-			path := filepath.Join(in, e.Name())
 			if e.Type()&fs.ModeSymlink != 0 {
 				if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
 					files = append(files, path)
@@ -131,8 +163,31 @@ func expandInput(in string) ([]string, error) {
 			}
 		}
 	}
+	if recursive {
+		// In lexical order; symbolic links to directories are not followed
+		// (but a directory named on the command line is).
+		err = filepath.WalkDir(in+string(filepath.Separator), func(path string, e fs.DirEntry, err error) error {
+			if err == nil && !e.IsDir() {
+				add(path, e)
+			}
+			return err
+		})
+	} else {
+		var entries []fs.DirEntry
+		entries, err = os.ReadDir(in)
+		for _, e := range entries {
+			add(filepath.Join(in, e.Name()), e)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
 	if len(files) == 0 {
-		return nil, fmt.Errorf("%s: no .yaml, .yml or .json files", in)
+		hint := ""
+		if !recursive {
+			hint = " (-R reads subdirectories too)"
+		}
+		return nil, fmt.Errorf("%s: no .yaml, .yml or .json files%s", in, hint)
 	}
 	return files, nil
 }
@@ -196,7 +251,7 @@ func parseJSONStream(source string, data []byte) ([]*document, error) {
 		if err == nil {
 			var n *yaml.Node
 			if n, err = jsonNode(raw); err == nil {
-				docs = append(docs, &document{source: source, index: i, node: &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{n}}})
+				docs = append(docs, &document{source: source, index: i, json: true, node: &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{n}}})
 				continue
 			}
 		}

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	yaml "go.yaml.in/yaml/v3"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -25,12 +25,39 @@ const offlineUID = "00000000-0000-4000-8000-00000000cafe"
 const offlineUser = "graft-offline"
 
 // admitter runs Pods through the engine the way the API server sends them
-// to the webhook: a CREATE AdmissionReview (admission.k8s.io/v1) per Pod.
+// to the webhook: a CREATE AdmissionReview (admission.k8s.io/v1) per Pod,
+// to the profile the namespace's labels select.
 type admitter struct {
 	engine *inject.Engine
-	opts   inject.Options
+	sel    *selector
 	// namespace is used for objects that do not name theirs.
 	namespace string
+	// jsonOut: the output is JSON, so the documents' text is not kept.
+	jsonOut bool
+}
+
+// verdict is what the webhook would do with one Pod or Pod template.
+type verdict struct {
+	namespace string
+	sel       selection
+	decision  inject.Decision
+	reason    inject.Reason
+	templates []string
+	warnings  []string  // the webhook's
+	ops       []patchOp // the patch, on the document
+}
+
+// summary is the verdict in a few words, for the line about the object.
+func (v verdict) summary() string {
+	switch {
+	case v.sel.profile == "":
+		return "not selected (" + v.sel.why + ")"
+	case v.decision == inject.DecisionInject:
+		return "injected " + strings.Join(v.templates, ", ")
+	case v.decision == inject.DecisionSkip:
+		return "skipped " + v.reason.String()
+	}
+	return "not injected (" + v.decision.String() + ": " + v.reason.String() + ")"
 }
 
 // podJSON returns the Pod at spot as JSON: the object itself for a Pod, or
@@ -59,11 +86,7 @@ func podJSON(spot podSpot) ([]byte, error) {
 }
 
 // review wraps pod into the AdmissionReview the API server would send.
-func (a *admitter) review(spot podSpot, pod []byte) ([]byte, error) {
-	ns, err := a.namespaceFor(spot)
-	if err != nil {
-		return nil, err
-	}
+func (a *admitter) review(spot podSpot, ns string, pod []byte) ([]byte, error) {
 	name := ""
 	if spot.isPod {
 		name = mapString(mapGet(spot.holder, "metadata"), "name")
@@ -89,78 +112,130 @@ func (a *admitter) review(spot podSpot, pod []byte) ([]byte, error) {
 	return json.Marshal(&rev)
 }
 
-// injectDocument injects into every Pod of d, in place, calling warn with
-// each warning the webhook would show. Errors name the document.
-func (a *admitter) injectDocument(d *document, warn func(what, msg string)) []error {
+// injectDocuments injects into every Pod of docs, in place, reporting
+// each object and every warning. It returns every document's errors.
+func injectDocuments(a *admitter, docs []*document, rep *reporter) error {
+	var errs []error
+	for _, d := range docs {
+		errs = append(errs, a.injectDocument(d, rep)...)
+	}
+	return errors.Join(errs...)
+}
+
+// injectDocument injects into every Pod of d, in place. Errors name the
+// document.
+func (a *admitter) injectDocument(d *document, rep *reporter) []error {
 	spots, err := findPods(d)
 	if err != nil {
 		return []error{&docError{source: d.source, index: d.index, err: err}}
 	}
 	var errs []error
-	patched := make([][]byte, len(spots))
-	for i, s := range spots {
-		p, warnings, err := a.admit(s)
-		for _, w := range warnings {
-			warn(s.what, w)
+	var ops []patchOp
+	for _, s := range spots {
+		if s.holder == nil {
+			reportNoTemplate(d, s, rep)
+			continue
+		}
+		for _, w := range podWarnings(s) {
+			rep.warn(d, s.what, w)
+		}
+		v, err := a.admit(s)
+		for _, w := range v.warnings {
+			rep.warn(d, s.what, w)
 		}
 		if err != nil {
 			errs = append(errs, &docError{source: d.source, index: d.index, what: s.what, err: err})
-		}
-		patched[i] = p
-	}
-	if len(errs) > 0 || !slices.ContainsFunc(patched, func(p []byte) bool { return p != nil }) {
-		return errs
-	}
-	// Edits happen in place: a node shared through a YAML alias would
-	// change everywhere it appears, so unshare first (the value is the
-	// same) and find the Pods again in the unshared tree.
-	if hasAliases(d.node) {
-		expandAliases(d.node)
-		if spots, err = findPods(d); err != nil || len(spots) != len(patched) {
-			return []error{&docError{source: d.source, index: d.index, err: fmt.Errorf("expanding YAML aliases: %v", err)}}
-		}
-	}
-	for i, s := range spots {
-		if patched[i] == nil {
 			continue
 		}
-		if err := putBack(s, patched[i]); err != nil {
-			errs = append(errs, &docError{source: d.source, index: d.index, what: s.what, err: err})
+		if v.sel.from == fromAssumed {
+			rep.note(a.sel.assumption(v.namespace))
 		}
+		rep.object(d, s.ref(), v.summary())
+		ops = append(ops, v.ops...)
 	}
-	return errs
+	if len(errs) > 0 || len(ops) == 0 {
+		return errs
+	}
+	why, err := d.patch(ops, !a.jsonOut)
+	if err != nil {
+		return []error{&docError{source: d.source, index: d.index, err: err}}
+	}
+	if why != "" {
+		rep.note(fmt.Sprintf("%s: document %d: written anew by the YAML encoder, not as an insertion into the text: %s", d.source, d.index, why))
+	}
+	return nil
 }
 
-// admit runs the Pod at spot through the engine and returns it patched, or
-// nil when the webhook would leave it alone, with the webhook's warnings.
-func (a *admitter) admit(spot podSpot) ([]byte, []string, error) {
-	pod, err := podJSON(spot)
-	if err != nil {
-		return nil, nil, err
+// reportNoTemplate reports an object that carries Pods graft does not
+// inject into here.
+func reportNoTemplate(d *document, s podSpot, rep *reporter) {
+	if s.noTemplate != "" {
+		rep.object(d, s.ref(), s.noTemplate)
+		return
 	}
-	body, err := a.review(spot, pod)
-	if err != nil {
-		return nil, nil, err
+	rep.warn(d, s.what, fmt.Sprintf("graft does not inject into a %s, whose Pod spec is at %s: the webhook injects its Pods when they are created, if their namespace is selected",
+		mapString(s.object, "kind"), s.foreign))
+}
+
+// admit runs the Pod at spot through the engine, as the webhook would be
+// called for it, and returns the verdict with the webhook's patch as ops
+// on the document.
+func (a *admitter) admit(spot podSpot) (verdict, error) {
+	var v verdict
+	var body []byte
+	var err error
+	if v.namespace, v.sel, body, err = a.request(spot); err != nil || body == nil {
+		return v, err
 	}
-	out, res, err := a.engine.Admit(nil, body, a.opts)
+	out, res, err := a.engine.Admit(nil, body, inject.Options{Profile: v.sel.profile})
 	if err != nil {
-		return nil, nil, err
+		return v, err
 	}
+	v.decision, v.reason, v.templates = res.Decision, res.Reason, slices.Clone(res.Templates)
 	resp, err := decodeResponse(out)
 	if err != nil {
-		return nil, nil, err
+		return v, err
 	}
+	v.warnings = resp.Warnings
 	if !resp.Allowed {
-		return nil, resp.Warnings, fmt.Errorf("denied (%s): %s", res.Reason, denyMessage(resp))
+		return v, fmt.Errorf("denied (%s): %s", res.Reason, denyMessage(resp))
 	}
 	if len(resp.Patch) == 0 {
-		return nil, resp.Warnings, nil
+		return v, nil
 	}
-	patched, err := applyPatch(pod, resp)
+	if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
+		return v, errors.New("engine response: a patch without patchType JSONPatch")
+	}
+	v.ops, err = documentOps(spot, resp.Patch)
+	return v, err
+}
+
+// request is the AdmissionReview the API server would send for the Pod at
+// spot, with the Pod's namespace and its selection; body is nil when the
+// namespace does not select graft.
+func (a *admitter) request(spot podSpot) (ns string, sel selection, body []byte, err error) {
+	if ns, err = a.namespaceFor(spot); err != nil {
+		return "", sel, nil, err
+	}
+	if sel = a.sel.selectFor(ns); sel.profile == "" {
+		return ns, sel, nil, nil
+	}
+	pod, err := podJSON(spot)
 	if err != nil {
-		return nil, resp.Warnings, err
+		return "", sel, nil, err
 	}
-	return patched, resp.Warnings, nil
+	body, err = a.review(spot, ns, pod)
+	return ns, sel, body, err
+}
+
+// documentOps decodes the engine's patch of the Pod at spot into ops on
+// spot's document.
+func documentOps(spot podSpot, patch []byte) ([]patchOp, error) {
+	var podOps []patchOp
+	if err := json.Unmarshal(patch, &podOps); err != nil {
+		return nil, fmt.Errorf("engine patch: %w", err)
+	}
+	return objectOps(spot, podOps)
 }
 
 func decodeResponse(out []byte) (*admissionv1.AdmissionResponse, error) {
@@ -182,61 +257,6 @@ func denyMessage(resp *admissionv1.AdmissionResponse) string {
 		return resp.Result.Message
 	}
 	return "no message"
-}
-
-// applyPatch applies the response's JSONPatch to pod, as the API server
-// does. The patch arrives base64-encoded; encoding/json decodes it into
-// resp.Patch.
-func applyPatch(pod []byte, resp *admissionv1.AdmissionResponse) ([]byte, error) {
-	if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
-		return nil, errors.New("engine response: a patch without patchType JSONPatch")
-	}
-	p, err := jsonpatch.DecodePatch(resp.Patch)
-	if err != nil {
-		return nil, fmt.Errorf("engine patch: %w", err)
-	}
-	patched, err := p.Apply(pod)
-	if err != nil {
-		return nil, fmt.Errorf("engine patch does not apply: %w", err)
-	}
-	return patched, nil
-}
-
-// putBack writes the patched Pod into the document: the whole object for a
-// Pod, metadata and spec for a template. Unchanged parts keep their
-// original nodes.
-func putBack(spot podSpot, patched []byte) error {
-	newPod, err := jsonNode(patched)
-	if err != nil {
-		return fmt.Errorf("patched Pod: %w", err)
-	}
-	if newPod.Kind != yaml.MappingNode {
-		return errors.New("patched Pod is not an object")
-	}
-	if spot.doc != nil {
-		spot.doc.changed = true
-	}
-	if spot.isPod {
-		*spot.holder = *keepOriginal(spot.holder, newPod)
-		return nil
-	}
-	for _, key := range []string{"metadata", "spec"} {
-		nv := mapGet(newPod, key)
-		if nv == nil {
-			return fmt.Errorf("patched Pod has no %s", key)
-		}
-		ov := mapGet(spot.holder, key)
-		if ov == nil && nv.Kind == yaml.MappingNode && len(nv.Content) == 0 {
-			continue // the template had no metadata and still needs none
-		}
-		if ov == nil && key == "metadata" {
-			// Where a template's metadata usually is: before its spec.
-			mapInsertFirst(spot.holder, key, nv)
-			continue
-		}
-		mapSet(spot.holder, key, keepOriginal(ov, nv))
-	}
-	return nil
 }
 
 // namespaceFor is the namespace the Pod would be created in: the object's,

@@ -58,14 +58,7 @@ func webhookResult(t *testing.T, e *inject.Engine, review []byte) (namespace str
 // For every Pod of the engine's corpora, `graft inject` prints what the
 // webhook's patch makes of it, from YAML and from JSON input alike.
 func TestInjectEqualsWebhookPatch(t *testing.T) {
-	cfg, set, err := loadEngineConfig("", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := inject.New(cfg, set)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := newTestEngine(t)
 	dir := t.TempDir()
 	for _, name := range corpus.Names() {
 		t.Run(name, func(t *testing.T) {

@@ -10,13 +10,14 @@ import (
 	"github.com/spf13/cobra"
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/graftdev/graft/config"
+	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/templates"
 )
 
 func newRenderCmd() *cobra.Command {
 	var (
 		sets         []string
+		configFile   string
 		templatesDir string
 		output       string
 	)
@@ -35,8 +36,12 @@ the fragment graft would add to a Pod.`,
 			if err != nil {
 				return err
 			}
-			set, err := config.Templates(templatesDir)
+			cfg, set, err := loadEngineConfig(configFile, templatesDir)
 			if err != nil {
+				return err
+			}
+			// A configuration graft serve would refuse is refused here too.
+			if _, err := inject.New(cfg, set); err != nil {
 				return err
 			}
 			out, err := renderTemplate(set, args[0], overrides, output)
@@ -48,7 +53,8 @@ the fragment graft would add to a Pod.`,
 		},
 	}
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "set a parameter: param=value (repeatable)")
-	cmd.Flags().StringVar(&templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
+	cmd.Flags().StringVar(&configFile, "config", "", "configuration file, as given to graft serve: its server.templatesDir is used")
+	cmd.Flags().StringVar(&templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones (default: the config file's server.templatesDir)")
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
 	return cmd
 }

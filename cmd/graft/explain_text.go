@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+func writeExplanationJSON(w *bytes.Buffer, ex *explained) error {
+	b, err := json.MarshalIndent(ex, "", "  ")
+	if err != nil {
+		return err
+	}
+	w.Write(b)
+	w.WriteByte('\n')
+	return nil
+}
+
+func writeExplanationText(w io.Writer, ex *explained) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "%s: document %d: %s in namespace %s\n", ex.Source, ex.Document, ex.Object, ex.Namespace)
+	if ex.Decision != "no-pod-template" {
+		fmt.Fprintf(tw, "  label:\t%s\n", labelText(ex))
+	}
+	fmt.Fprintf(tw, "  decision:\t%s\n", ex.Decision)
+	fmt.Fprintf(tw, "  reason:\t%s\n", ex.Reason)
+	if ex.Message != "" {
+		fmt.Fprintf(tw, "  message:\t%s\n", ex.Message)
+	}
+	fmt.Fprintf(tw, "  profile:\t%s\n", orNone(ex.Profile))
+	fmt.Fprintf(tw, "  templates:\t%s\n", orNone(strings.Join(ex.Templates, ", ")))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(ex.Params) == 0 {
+		fmt.Fprintln(w, "  parameters: none")
+	} else {
+		fmt.Fprintln(w, "  parameters:")
+		for _, p := range ex.Params {
+			fmt.Fprintf(tw, "    %s.%s\t%s\t(%s)\n", p.Template, p.Param, p.Value, p.Source)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(ex.Warnings) == 0 {
+		fmt.Fprintln(w, "  warnings: none")
+	} else {
+		fmt.Fprintln(w, "  warnings:")
+		for _, warn := range ex.Warnings {
+			fmt.Fprintf(w, "    - %s\n", warn)
+		}
+	}
+	if len(ex.Patch) == 0 {
+		fmt.Fprintln(w, "  patch: none")
+		return nil
+	}
+	lines, err := patchYAML(ex.Patch, 4)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "  patch: %d operations\n%s\n", len(ex.Patch), strings.Join(lines, "\n"))
+	return nil
+}
+
+// labelText says which graft.dev/inject label selected the Pod's
+// namespace, and where it was read.
+func labelText(ex *explained) string {
+	if ex.excluded {
+		return "not read: the namespace is never injected"
+	}
+	label := "none"
+	if ex.Label != "" {
+		label = injectLabel + "=" + ex.Label
+	}
+	switch ex.LabelFrom {
+	case fromNamespace:
+		return label + " (its Namespace object in the input)"
+	case fromFlag:
+		return label + " (--namespace-labels)"
+	}
+	return label + " (assumed: no Namespace object in the input, no --namespace-labels)"
+}
+
+// patchYAML renders ops as a YAML list, each op a mapping, indented.
+func patchYAML(ops []patchOp, indent int) ([]string, error) {
+	seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+	for _, op := range ops {
+		m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		m.Content = append(m.Content, strNode("op"), strNode(op.Op), strNode("path"), strNode(op.Path))
+		if op.From != "" {
+			m.Content = append(m.Content, strNode("from"), strNode(op.From))
+		}
+		if op.Value != nil {
+			v, err := jsonNode(op.Value)
+			if err != nil {
+				return nil, fmt.Errorf("engine patch: %w", err)
+			}
+			m.Content = append(m.Content, strNode("value"), v)
+		}
+		seq.Content = append(seq.Content, m)
+	}
+	l := layout{mapIndent: defaultIndent, seqIndent: defaultIndent, itemOffset: defaultIndent}
+	return l.sequenceLines(seq, indent)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}

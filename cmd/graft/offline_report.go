@@ -1,0 +1,105 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// reporter says on stderr what inject and explain did: warnings always;
+// one line per object and notes about assumptions unless quiet.
+type reporter struct {
+	w     io.Writer
+	quiet bool
+	// files: the input has several files, so lines name theirs.
+	files bool
+	noted map[string]bool
+}
+
+func newReporter(w io.Writer, quiet bool, docs []*document) *reporter {
+	r := &reporter{w: w, quiet: quiet, noted: map[string]bool{}}
+	for _, d := range docs {
+		r.files = r.files || d.source != docs[0].source
+	}
+	return r
+}
+
+func (r *reporter) warn(d *document, what, msg string) {
+	fmt.Fprintf(r.w, "warning: %s: document %d (%s): %s\n", d.source, d.index, what, msg)
+}
+
+// note says something once.
+func (r *reporter) note(msg string) {
+	if r.quiet || r.noted[msg] {
+		return
+	}
+	r.noted[msg] = true
+	fmt.Fprintf(r.w, "note: %s\n", msg)
+}
+
+// object is the one line about an object: kind/name: what happened.
+func (r *reporter) object(d *document, ref, what string) {
+	if r.quiet {
+		return
+	}
+	if r.files {
+		fmt.Fprintf(r.w, "%s: ", d.source)
+	}
+	fmt.Fprintf(r.w, "%s: %s\n", ref, what)
+}
+
+// podWarnings are what graft inject notices and the webhook cannot:
+// graft.dev/inject written where graft does not read it, or with a value
+// that does not do what it seems to.
+func podWarnings(spot podSpot) []string {
+	var out []string
+	meta := mapGet(spot.holder, "metadata")
+	at := joinPath(spot.path, "metadata")
+	if a := mapGet(mapGet(meta, "annotations"), injectLabel); a != nil {
+		out = append(out, fmt.Sprintf("annotation %s=%s has no effect: graft reads the label (Istio and Linkerd read an annotation); to opt out, set %s.labels[%q] to \"false\"",
+			injectLabel, scalarText(a), at, injectLabel))
+	}
+	if l := mapGet(mapGet(meta, "labels"), injectLabel); l != nil {
+		switch v := l.Value; {
+		case !isJSONString(l):
+			out = append(out, fmt.Sprintf("label %s: %s is not a string, and label values must be: the API server refuses it; write \"false\" (quoted) to opt out",
+				injectLabel, scalarText(l)))
+		case v == "false":
+		case isOptOutLike(v):
+			out = append(out, fmt.Sprintf("label %s=%s does not opt out: only the exact value \"false\" does; graft injects this Pod", injectLabel, v))
+		default:
+			out = append(out, fmt.Sprintf("label %s=%s on a Pod has no effect: only \"false\" (opt out) is read there; the profile comes from the namespace's label", injectLabel, v))
+		}
+	}
+	if spot.isPod {
+		return out
+	}
+	// On the workload itself rather than on its Pod template.
+	own := mapGet(spot.object, "metadata")
+	for _, where := range []string{"labels", "annotations"} {
+		if v := mapGet(mapGet(own, where), injectLabel); v != nil {
+			out = append(out, fmt.Sprintf("%s %s=%s on the %s itself has no effect: graft reads the Pod template's labels (%s.labels)",
+				strings.TrimSuffix(where, "s"), injectLabel, scalarText(v), mapString(spot.object, "kind"), at))
+		}
+	}
+	return out
+}
+
+// isOptOutLike reports label values people write meaning "false".
+func isOptOutLike(v string) bool {
+	switch strings.ToLower(v) {
+	case "false", "no", "n", "off", "0", "disabled", "disable", "none", "skip", "exclude", "excluded":
+		return true
+	}
+	return false
+}
+
+// scalarText shows a node's value for a message.
+func scalarText(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode {
+		return n.Value
+	}
+	return kindName(n)
+}

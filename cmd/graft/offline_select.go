@@ -1,0 +1,156 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// injectLabel selects a namespace's profile, and opts a Pod out.
+const injectLabel = "graft.dev/inject"
+
+// enabledValue is the label value served by the default profile (/inject).
+const enabledValue = "enabled"
+
+// neverSelected are the namespaces the shipped webhook configuration's
+// namespaceSelector leaves out whatever their labels: the control plane's
+// and graft's own (deploy/base/mutatingwebhookconfiguration.yaml; a test
+// holds the two lists together).
+func neverSelected() []string {
+	return []string{"kube-system", "kube-public", "kube-node-lease", "graft-system"}
+}
+
+// Where a namespace's labels come from.
+const (
+	fromNamespace = "Namespace"          // a Namespace object in the input
+	fromFlag      = "--namespace-labels" // the flag
+	fromAssumed   = "assumed"            // neither: --profile or the default profile
+)
+
+// selector decides, as the API server does with the shipped webhook
+// configuration, whether graft is called for a namespace's Pods and with
+// which profile: one webhook per profile, selecting namespaces labelled
+// graft.dev/inject=<profile> (enabled: the default profile).
+type selector struct {
+	defaultProfile string
+	profiles       []string
+	// assumed is the profile for namespaces whose labels are unknown.
+	assumed string
+	// declared are the labels of the Namespace objects in the input.
+	declared map[string]map[string]string
+	// flagLabels are --namespace-labels, nil when not given.
+	flagLabels map[string]string
+}
+
+// selection is the selector's answer for one namespace.
+type selection struct {
+	profile string // "" when graft is not called
+	label   string // the namespace's graft.dev/inject value, if any
+	from    string // fromNamespace, fromFlag or fromAssumed
+	// reason and why say why graft is not called, when it is not.
+	reason, why string
+}
+
+func (s *selector) selectFor(ns string) selection {
+	if slices.Contains(neverSelected(), ns) {
+		return selection{reason: "namespace-excluded", why: fmt.Sprintf("namespace %s is never injected", ns), from: fromNamespace}
+	}
+	labels, from := s.declared[ns], fromNamespace
+	if _, ok := s.declared[ns]; !ok {
+		labels, from = s.flagLabels, fromFlag
+	}
+	if labels == nil {
+		return selection{profile: s.assumed, label: s.labelFor(s.assumed), from: fromAssumed}
+	}
+	source := "--namespace-labels"
+	if from == fromNamespace {
+		source = "its Namespace object"
+	}
+	v, ok := labels[injectLabel]
+	switch {
+	case !ok:
+		return selection{from: from, reason: "namespace-not-selected",
+			why: fmt.Sprintf("namespace %s has no %s label (%s)", ns, injectLabel, source)}
+	case v == enabledValue:
+		return selection{profile: s.defaultProfile, label: v, from: from}
+	case slices.Contains(s.profiles, v):
+		return selection{profile: v, label: v, from: from}
+	}
+	return selection{label: v, from: from, reason: "namespace-not-selected",
+		why: fmt.Sprintf("namespace %s has %s=%s (%s), which names no profile", ns, injectLabel, v, source)}
+}
+
+// labelFor is the label value that selects profile.
+func (s *selector) labelFor(profile string) string {
+	if profile == s.defaultProfile {
+		return enabledValue
+	}
+	return profile
+}
+
+// assumption says what was assumed for a namespace without labels.
+func (s *selector) assumption(ns string) string {
+	return fmt.Sprintf("namespace %s: no Namespace object in the input and no --namespace-labels: assuming %s=%s (profile %s)",
+		ns, injectLabel, s.labelFor(s.assumed), s.assumed)
+}
+
+// declareNamespaces records the labels of every v1 Namespace in docs
+// (also inside a List).
+func (s *selector) declareNamespaces(docs []*document) {
+	s.declared = map[string]map[string]string{}
+	var visit func(n *yaml.Node, depth int)
+	visit = func(n *yaml.Node, depth int) {
+		n = deref(n)
+		if n == nil || n.Kind != yaml.MappingNode {
+			return
+		}
+		apiVersion, kind := mapString(n, "apiVersion"), mapString(n, "kind")
+		if apiVersion == "v1" && kind == "List" && depth == 0 {
+			if items := mapGet(n, "items"); items != nil {
+				for _, it := range items.Content {
+					visit(it, depth+1)
+				}
+			}
+			return
+		}
+		if apiVersion != "v1" || kind != "Namespace" {
+			return
+		}
+		meta := mapGet(n, "metadata")
+		name := mapString(meta, "name")
+		if name == "" {
+			return
+		}
+		labels := map[string]string{}
+		if l := mapGet(meta, "labels"); l != nil && l.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(l.Content); i += 2 {
+				labels[l.Content[i].Value] = mapString(l, l.Content[i].Value)
+			}
+		}
+		s.declared[name] = labels
+	}
+	for _, d := range docs {
+		if r := d.root(); r != nil {
+			visit(r, 0)
+		}
+	}
+}
+
+// parseLabels reads --namespace-labels: k=v pairs separated by commas.
+func parseLabels(s string) (map[string]string, error) {
+	labels := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--namespace-labels %s: want key=value[,key=value...]", s)
+		}
+		labels[k] = v
+	}
+	return labels, nil
+}

@@ -1,0 +1,269 @@
+package deploy
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/graftdev/graft/webhook/certgen"
+)
+
+const (
+	chartDir = "helm/graft"
+	// The release the comparisons with kustomize install: named so that
+	// the chart's object names are deploy/'s.
+	release = "graft"
+	// kubeVersion is the API server version `helm template` assumes (the
+	// chart requires 1.30 or later); the e2e suite's is v1.36.3.
+	kubeVersion = "1.36.0"
+)
+
+// helm runs the helm binary `make unit` built, with its cache, config and
+// data directories in a temporary directory so nothing outside is read or
+// written.
+type helm struct {
+	bin string
+	env []string
+}
+
+func newHelm(t *testing.T) *helm {
+	t.Helper()
+	home := t.TempDir()
+	return &helm{bin: tool(t, "GRAFT_HELM"), env: []string{
+		"HELM_CACHE_HOME=" + filepath.Join(home, "cache"),
+		"HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
+		"HELM_DATA_HOME=" + filepath.Join(home, "data"),
+	}}
+}
+
+func (h *helm) run(t *testing.T, args ...string) ([]byte, error) {
+	t.Helper()
+	return run(t, h.env, h.bin, args...)
+}
+
+// template renders the chart as release graft in graft's namespace.
+func (h *helm) template(t *testing.T, args ...string) ([]byte, error) {
+	t.Helper()
+	return h.run(t, append([]string{"template", release, chartDir, "--namespace", namespace, "--kube-version", kubeVersion}, args...)...)
+}
+
+// render is template that must succeed, parsed into objects.
+func (h *helm) render(t *testing.T, args ...string) output {
+	t.Helper()
+	out, err := h.template(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parseObjects(t, out)
+}
+
+// chartVariant is one way to install the chart: a values file of the
+// chart's ci/ directory, plus for graft-certs the files `graft certs`
+// writes.
+type chartVariant struct {
+	name string
+	args []string
+}
+
+// chartVariants lists every ci/<name>-values.yaml. certs is a directory
+// holding ca.crt, tls.crt and tls.key; "" makes a fresh one.
+func chartVariants(t *testing.T, certs string) []chartVariant {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(chartDir, "ci", "*-values.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no values files in %s/ci: %v", chartDir, err)
+	}
+	var vs []chartVariant
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), "-values.yaml")
+		args := []string{"--values", f}
+		if name == "graft-certs" {
+			if certs == "" {
+				certs = writeCerts(t)
+			}
+			args = append(args, graftCertsArgs(certs)...)
+		}
+		vs = append(vs, chartVariant{name: name, args: args})
+	}
+	return vs
+}
+
+// graftCertsArgs hands the chart what `graft certs --out dir` wrote.
+func graftCertsArgs(dir string) []string {
+	return []string{
+		"--set-file", "certificates.graftCerts.tlsCrt=" + filepath.Join(dir, "tls.crt"),
+		"--set-file", "certificates.graftCerts.tlsKey=" + filepath.Join(dir, "tls.key"),
+		"--set-file", "certificates.caBundle=" + filepath.Join(dir, "ca.crt"),
+	}
+}
+
+// writeCerts writes a CA and serving certificate for graft's Service, as
+// `graft certs` does, and returns the directory.
+func writeCerts(t *testing.T) string {
+	t.Helper()
+	b, err := certgen.Generate(certgen.Options{DNSNames: certgen.ServiceDNSNames(release, namespace)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := b.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestChartLint: `helm lint --strict` finds nothing, with the defaults and
+// with every variant.
+func TestChartLint(t *testing.T) {
+	h := newHelm(t)
+	variants := append([]chartVariant{{name: "defaults"}}, chartVariants(t, "")...)
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			out, err := h.run(t, append([]string{"lint", "--strict", chartDir, "--kube-version", kubeVersion}, v.args...)...)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			for _, level := range []string{"[WARNING]", "[ERROR]"} {
+				if bytes.Contains(out, []byte(level)) {
+					t.Errorf("helm lint reports a %s:\n%s", level, out)
+				}
+			}
+		})
+	}
+}
+
+// TestChartIsDeterministic: rendering twice gives the same bytes, so a
+// GitOps tool sees no drift, and no template calls a function whose result
+// changes between renders or depends on the cluster.
+func TestChartIsDeterministic(t *testing.T) {
+	h := newHelm(t)
+	for _, v := range chartVariants(t, "") {
+		t.Run(v.name, func(t *testing.T) {
+			first, err := h.template(t, v.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			second, err := h.template(t, v.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(first, second) {
+				t.Error("two renders with the same values differ")
+			}
+		})
+	}
+	t.Run("functions", func(t *testing.T) {
+		// Inside {{ }} only: the words may appear in comments and data.
+		action := regexp.MustCompile(`(?s)\{\{.*?\}\}`)
+		unstable := regexp.MustCompile(`\b(rand[A-Za-z]*|shuffle|uuidv4|gen(CA|PrivateKey|SelfSignedCert|SignedCert)[A-Za-z]*|derivePassword|htpasswd|bcrypt|now|date[A-Za-z]*|unixEpoch|lookup)\b`)
+		files, err := filepath.Glob(filepath.Join(chartDir, "templates", "*"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no templates: %v", err)
+		}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range action.FindAll(data, -1) {
+				if m := unstable.Find(a); m != nil {
+					t.Errorf("%s: %s calls %s, whose result changes between renders or depends on the cluster", f, a, m)
+				}
+			}
+		}
+	})
+}
+
+// TestChartGrantsNothing: graft needs no access to the Kubernetes API and
+// never writes to its own webhook configuration or policy, so the chart
+// makes no RBAC objects and mounts no token, whatever the values.
+func TestChartGrantsNothing(t *testing.T) {
+	h := newHelm(t)
+	for _, v := range chartVariants(t, "") {
+		t.Run(v.name, func(t *testing.T) {
+			out := h.render(t, v.args...)
+			for _, o := range out {
+				if slices.Contains([]string{"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}, o.kind) {
+					t.Errorf("%s %s: graft needs no RBAC", o.kind, o.name)
+				}
+				if o.kind == "ServiceAccount" && !bytes.Contains(o.yaml, []byte("automountServiceAccountToken: false")) {
+					t.Errorf("ServiceAccount %s mounts a token", o.name)
+				}
+				if o.kind == "Deployment" && !bytes.Contains(o.yaml, []byte("automountServiceAccountToken: false")) {
+					t.Errorf("Deployment %s mounts a token", o.name)
+				}
+			}
+		})
+	}
+}
+
+// TestChartRefusesBadValues: values that cannot work fail the render with
+// a message naming the value, not an install that fails later.
+func TestChartRefusesBadValues(t *testing.T) {
+	h := newHelm(t)
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown certificate source", []string{"--set", "certificates.source=vault"}, "certificates.source"},
+		{"graftCerts without files", []string{"--set", "certificates.source=graftCerts"}, "certificates."},
+		{"caBundle not PEM", []string{"--set", "certificates.source=existingSecret", "--set", "certificates.caBundle=Zm9v"}, "certificates.caBundle"},
+		{"default profile undefined", []string{"--set", "config.defaultProfile=nope"}, `config.defaultProfile "nope"`},
+		{"no profiles", []string{"--set", "config.profiles=null"}, "config.profiles"},
+		{"failurePolicy", []string{"--set", "webhook.failurePolicy=Maybe"}, "failurePolicy"},
+		{"validationActions", []string{"--set", "policy.validationActions={Block}"}, "validationActions"},
+		{"profile name not a label value", []string{"--set", "config.profiles.Bad_Name.templates={agent}"}, "Bad_Name"},
+		{"unknown config key", []string{"--set", "config.defaultProfiel=enabled"}, "defaultProfiel"},
+		{"unknown profile key", []string{"--set", "config.profiles.enabled.failuremode=deny"}, "failuremode"},
+		{"unknown server key", []string{"--set", "config.server.budgte=1s"}, "budgte"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := h.template(t, c.args...)
+			if err == nil {
+				t.Fatalf("rendered with %v", c.args)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error does not name %q:\n%v", c.want, err)
+			}
+		})
+	}
+}
+
+// TestChartFilesAreCopies: the chart carries copies of files that live
+// elsewhere (a chart can only read its own directory); `make chart-files`
+// refreshes them.
+func TestChartFilesAreCopies(t *testing.T) {
+	pairs := map[string]string{
+		"components/monitoring/prometheusrule.yaml":  chartDir + "/files/prometheusrule.yaml",
+		"components/monitoring/graft-dashboard.json": chartDir + "/files/graft-dashboard.json",
+	}
+	builtin, err := filepath.Glob("../templates/builtin/*.yaml")
+	if err != nil || len(builtin) == 0 {
+		t.Fatalf("no built-in templates: %v", err)
+	}
+	for _, f := range builtin {
+		pairs[f] = filepath.Join(chartDir, "files", "templates", filepath.Base(f))
+	}
+	copies, err := filepath.Glob(filepath.Join(chartDir, "files", "templates", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(copies) != len(builtin) {
+		t.Errorf("%s/files/templates has %d files, templates/builtin %d: run make chart-files", chartDir, len(copies), len(builtin))
+	}
+	for src, dst := range pairs {
+		want, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(dst)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s is not a copy of %s: run make chart-files", dst, src)
+		}
+	}
+}

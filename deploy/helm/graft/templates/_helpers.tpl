@@ -1,0 +1,134 @@
+{{/*
+Names. With neither override, objects are named after the release, or
+"<release>-graft" when the release name does not contain "graft".
+*/}}
+{{- define "graft.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "graft.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "graft.name" . -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Labels. The chart gives each object the labels deploy/ gives it, plus
+Helm's own four (graft.helmLabels), which the comparison with kustomize
+leaves out.
+*/}}
+{{- define "graft.helmLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+{{- end -}}
+
+{{- define "graft.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "graft.name" . }}
+{{- end -}}
+
+{{/* Objects of graft's own: its name, part of graft. */}}
+{{- define "graft.labels" -}}
+{{ include "graft.selectorLabels" . }}
+{{ include "graft.partOfLabels" . }}
+{{- end -}}
+
+{{/* Objects that belong to graft without being it (quota, ConfigMaps). */}}
+{{- define "graft.partOfLabels" -}}
+app.kubernetes.io/part-of: {{ .Chart.Name }}
+{{ include "graft.helmLabels" . }}
+{{- end -}}
+
+{{- define "graft.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/*
+The configuration. graft.defaultProfile is served on /inject.
+graft.profileNames is a JSON list: the default profile first, then the
+others by name (the webhooks' order; their namespaceSelectors are disjoint,
+so the order does not change what is called).
+*/}}
+{{- define "graft.defaultProfile" -}}
+{{- .Values.config.defaultProfile | default "enabled" -}}
+{{- end -}}
+
+{{- define "graft.profileNames" -}}
+{{- $profiles := .Values.config.profiles | default dict -}}
+{{- if not $profiles -}}
+{{- fail "config.profiles is empty: the chart makes one webhook per profile, so name at least one" -}}
+{{- end -}}
+{{- $default := include "graft.defaultProfile" . -}}
+{{- if not (hasKey $profiles $default) -}}
+{{- fail (printf "config.defaultProfile %q is not one of config.profiles" $default) -}}
+{{- end -}}
+{{- $names := list $default -}}
+{{- range $name, $_ := $profiles -}}
+{{- if ne $name $default -}}
+{{- $names = append $names $name -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $names -}}
+{{- end -}}
+
+{{/* Namespaces never injected: the configured ones and graft's own. */}}
+{{- define "graft.excludedNamespaces" -}}
+{{- $list := .Values.config.excludedNamespaces | default (list "kube-system" "kube-public" "kube-node-lease") -}}
+{{- toJson (append $list .Release.Namespace | uniq) -}}
+{{- end -}}
+
+{{/*
+The configuration file below its apiVersion and kind: the values under
+config, empty keys left out, and the excluded namespaces completed.
+*/}}
+{{- define "graft.configFile" -}}
+{{- $file := dict -}}
+{{- range $key, $value := .Values.config -}}
+{{- if $value -}}
+{{- $_ := set $file $key $value -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $file "excludedNamespaces" (include "graft.excludedNamespaces" . | fromJsonArray) -}}
+{{- toYaml $file -}}
+{{- end -}}
+
+{{/* Template files for the templates ConfigMap: file name -> contents. */}}
+{{- define "graft.templateFiles" -}}
+{{- $files := dict -}}
+{{- if .Values.templates.builtin -}}
+{{- range $path, $_ := .Files.Glob "files/templates/*.yaml" -}}
+{{- $_ := set $files (base $path) ($.Files.Get $path) -}}
+{{- end -}}
+{{- end -}}
+{{- range $name, $body := .Values.templates.extra -}}
+{{- $_ := set $files $name $body -}}
+{{- end -}}
+{{- toJson $files -}}
+{{- end -}}
+
+{{/* The Secret graft serves with. */}}
+{{- define "graft.tlsSecretName" -}}
+{{- if eq .Values.certificates.source "existingSecret" -}}
+{{- required "certificates.existingSecret.name is required with certificates.source=existingSecret" .Values.certificates.existingSecret.name -}}
+{{- else -}}
+{{- printf "%s-tls" (include "graft.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The webhooks' caBundle (base64), empty when cert-manager injects it. */}}
+{{- define "graft.caBundle" -}}
+{{- $c := .Values.certificates -}}
+{{- if eq $c.source "graftCerts" -}}
+{{- required "certificates.caBundle (the ca.crt `graft certs` wrote) is required with certificates.source=graftCerts" $c.caBundle | b64enc -}}
+{{- else if and (eq $c.source "existingSecret") $c.caBundle -}}
+{{- $c.caBundle | b64enc -}}
+{{- end -}}
+{{- end -}}
