@@ -79,7 +79,7 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 	if ex != nil {
 		explainStatus(ex, pl, p)
 	}
-	switch out := merge(pl, ps.cfg.OnConflict == ConflictKeep, true, p, s); out {
+	switch out := merge(pl, ps.cfg.OnConflict == ConflictKeep, true, p, s, &e.impl.records); out {
 	case mergeConflict:
 		s.patch = conflictMessage(s.patch[:0], s.conflict, pl, ps.name)
 		return e.denyConflict(dst, rv, b2s(s.patch), &res, ex), res, nil

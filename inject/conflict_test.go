@@ -1,9 +1,12 @@
 package inject
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/graftdev/graft/bench/corpus"
@@ -285,4 +288,47 @@ func jsonEqualValues(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
+}
+
+// TestStatusCacheSharedAcrossRequests: Pods carrying the same status share
+// one cached reading; concurrent requests (run with -race) get the answers
+// a fresh engine gives, and a status read once answers the same as read
+// for the first time.
+func TestStatusCacheSharedAcrossRequests(t *testing.T) {
+	injected := admitGeneric(t, newTestEngine(t, goldenConfig()), Options{Profile: "agent"}, twoContainerPod(nil))
+	reinvoked := decodeGeneric(t, mustJSON(t, injected))
+	appendTo(reinvoked, "containers", map[string]any{"name": "foreign", "image": "f:1"})
+	stale := decodeGeneric(t, mustJSON(t, injected))
+	setStatusAnnotation(`{"templates":["agent"],"initContainers":["graft-agent"],"volumes":["graft-agent-run"]}`)(stale)
+	reviews := [][]byte{podReview(injected, "a"), podReview(reinvoked, "b"), podReview(stale, "c"), podReview(twoContainerPod(nil), "d")}
+	want := make([][]byte, len(reviews))
+	for i, rv := range reviews {
+		want[i] = mustAdmit(t, newTestEngine(t, goldenConfig()), rv, Options{Profile: "agent"})
+	}
+	e := newTestEngine(t, goldenConfig())
+	var wg sync.WaitGroup
+	errs := make(chan string, 8*len(reviews))
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := range 20 {
+				i := round % len(reviews)
+				got, _, err := e.Admit(nil, reviews[i], Options{Profile: "agent"})
+				if err != nil || !bytes.Equal(got, want[i]) {
+					errs <- fmt.Sprintf("review %d: %v\n%s\nwant\n%s", i, err, got, want[i])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+	// injected and reinvoked carry the same status; stale another.
+	if n := len(e.impl.records.m); n != 2 {
+		t.Fatalf("%d statuses cached, want 2 (one per distinct value)", n)
+	}
 }

@@ -66,9 +66,9 @@ type conflict struct {
 // Pod's graft.dev/status says: one it does not name is a conflict, denied,
 // or with keep the whole template is left out. With repairs set, merge
 // also checks graft's own sidecars are as it injected them.
-func merge(pl *plan, keep, repairs bool, p *pod, s *scratch) mergeOutcome {
-	r := &s.rec
-	s.readRecord(p)
+func merge(pl *plan, keep, repairs bool, p *pod, s *scratch, cache *recordCache) mergeOutcome {
+	s.readRecord(p, cache)
+	r := s.cur
 	if needsUpgrade(pl, r) {
 		return mergeUpgrade
 	}
@@ -85,7 +85,7 @@ func merge(pl *plan, keep, repairs bool, p *pod, s *scratch) mergeOutcome {
 		s.skipped[ti] = true
 		s.notices = append(s.notices, notice{kind: noticeConflict, object: c.object, name: c.name, template: pl.tmpls[ti].name})
 	}
-	s.added = resetBools(s.added, len(pl.byRef))
+	s.added, s.addedAny = resetBools(s.added, len(pl.byRef)), false
 
 	// Native sidecars, placed per template.
 	missingInits := s.refsBuf[:0]
@@ -164,13 +164,17 @@ func merge(pl *plan, keep, repairs bool, p *pod, s *scratch) mergeOutcome {
 	// addition, so it is written once they are all known.
 	s.markMissing(pl.annotations, p.annotationKeys)
 	s.markMissing(pl.labels, p.labelKeys)
-	s.statusOut = s.appendRecord(s.statusOut[:0], r, pl, p)
+	// A status graft wrote, to which this request adds nothing, stays.
+	unchanged := s.curCanonical && !s.addedAny && s.recordsAll(pl)
+	if !unchanged {
+		s.statusOut = s.appendRecord(s.statusOut[:0], r, pl, p)
+	}
 	e := s.beginEdit(tAnnotations, 0, p.annotations, 0)
 	s.addMarked(pl.annotations)
 	switch {
 	case !s.hasStatus:
 		s.inserts = append(s.inserts, insert{ref: pl.status.ref})
-	case !s.statusCurrent(p):
+	case !unchanged && !s.statusCurrent(p):
 		s.inserts = append(s.inserts, insert{ref: pl.status.ref, replace: true})
 	}
 	s.endEdit(e)
@@ -189,7 +193,7 @@ func (s *scratch) markMissing(els []element, have []kv) {
 	for i := range els {
 		el := &els[i]
 		if _, ok := lookup(have, el.name); !ok && !s.skipped[el.tmpl] {
-			s.added[el.ref] = true
+			s.added[el.ref], s.addedAny = true, true
 		}
 	}
 }
@@ -207,7 +211,18 @@ func (s *scratch) addMarked(els []element) {
 // add records an insert into the open edit and that its element is added.
 func (s *scratch) add(pos, ref int) {
 	s.inserts = append(s.inserts, insert{pos: pos, ref: ref})
-	s.added[ref] = true
+	s.added[ref], s.addedAny = true, true
+}
+
+// recordsAll reports whether the status has an entry for every template
+// of pl this request does not leave out.
+func (s *scratch) recordsAll(pl *plan) bool {
+	for ti := range pl.tmpls {
+		if !s.skipped[ti] && s.cur.find(pl.tmpls[ti].name) < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // needsUpgrade reports whether the record holds a template of pl at
@@ -262,22 +277,30 @@ func (s *scratch) statusCurrent(p *pod) bool {
 	if raw == b2s(s.statusOut) {
 		return true
 	}
-	if s.rec.version == 0 {
+	if s.cur.version == 0 {
 		return false
 	}
 	var err error
 	s.statusTmp, _, err = appendUnescaped(s.statusTmp[:0], b2s(s.statusOut))
-	return err == nil && bytes.Equal(s.statusTmp, s.statusIn)
+	return err == nil && bytes.Equal(s.statusTmp, s.curValue)
 }
 
-// readRecord reads the Pod's graft.dev/status into s.rec (version 0 when
-// absent or unreadable) and its value into s.statusIn.
-func (s *scratch) readRecord(p *pod) {
+// readRecord reads the Pod's graft.dev/status into s.cur (version 0 when
+// absent or unreadable) and its value into s.curValue: from the cache,
+// or read into the scratch and cached.
+func (s *scratch) readRecord(p *pod, cache *recordCache) {
 	s.rec.reset()
+	s.cur, s.curValue, s.curCanonical = &s.rec, nil, false
 	raw, ok := p.annotation(annotationStatus)
 	s.hasStatus = ok
 	if !ok {
 		return
+	}
+	if cache != nil {
+		if rs := cache.get(raw); rs != nil {
+			s.cur, s.curValue, s.curCanonical = &rs.rec, rs.value, rs.canonical
+			return
+		}
 	}
 	var err error
 	var plain bool
@@ -286,6 +309,12 @@ func (s *scratch) readRecord(p *pod) {
 	}
 	if err != nil {
 		s.rec.reset()
+	}
+	s.curValue = s.statusIn
+	if cache != nil {
+		if rs := cache.add(raw, s, plain); rs != nil {
+			s.cur, s.curValue, s.curCanonical = &rs.rec, rs.value, rs.canonical
+		}
 	}
 }
 

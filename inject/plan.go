@@ -47,6 +47,8 @@ type planTemplate struct {
 	// lines: it changes whenever what the template renders could.
 	digest    string
 	placement templates.Placement
+	// form is how name and revision reach the status (recordwrite.go).
+	form nameForm
 }
 
 // element is one thing graft adds, as compact JSON.
@@ -62,6 +64,8 @@ type element struct {
 	tmpl int
 	// sidecar: an init container rendered with restartPolicy: Always.
 	sidecar bool
+	// form is how name reaches the status (recordwrite.go).
+	form nameForm
 	// token says where a container's ServiceAccount token mount goes.
 	token tokenSplice
 }
@@ -139,7 +143,7 @@ func buildPlan(id uint32, revision string, tmpls []*templates.Template, params m
 			return nil, err
 		}
 		pl.tmpls = append(pl.tmpls, planTemplate{name: name, revision: revision,
-			digest: templateDigest(t, params[name]), placement: t.Placement})
+			digest: templateDigest(t, params[name]), placement: t.Placement, form: formOf(name + revision)})
 		groups := []struct {
 			kind string
 			in   []templates.Element
@@ -191,7 +195,7 @@ func buildPlan(id uint32, revision string, tmpls []*templates.Template, params m
 	pl.audit = audit
 	pl.byRef = pl.elements()
 	for i, e := range pl.byRef {
-		e.ref = i
+		e.ref, e.form = i, formOf(e.name)
 	}
 	return pl, nil
 }

@@ -67,19 +67,19 @@ func (s *scratch) appendRecord(dst []byte, r *record, pl *plan, p *pod) []byte {
 func (s *scratch) appendEntry(dst []byte, r *record, o outEntry, pl *plan, p *pod) []byte {
 	dst = append(dst, `{\"name\":\"`...)
 	if o.rec >= 0 {
-		e := &r.entries[o.rec]
-		dst = appendRecordName(dst, e.name, false)
+		e, f := &r.entries[o.rec], r.form()
+		dst = appendRecordName(dst, e.name, f)
 		dst = append(dst, `\",\"revision\":\"`...)
-		dst = appendRecordName(dst, e.revision, false)
+		dst = appendRecordName(dst, e.revision, f)
 		dst = append(dst, `\",\"digest\":\"`...)
-		dst = appendRecordName(dst, e.digest, false)
+		dst = appendRecordName(dst, e.digest, f)
 	} else {
 		t := &pl.tmpls[o.ti]
-		dst = appendRecordName(dst, t.name, true)
+		dst = appendRecordName(dst, t.name, t.form)
 		dst = append(dst, `\",\"revision\":\"`...)
-		dst = appendRecordName(dst, t.revision, true)
+		dst = appendRecordName(dst, t.revision, t.form)
 		dst = append(dst, `\",\"digest\":\"`...)
-		dst = appendRecordName(dst, t.digest, true)
+		dst = appendRecordName(dst, t.digest, formVerbatim)
 	}
 	dst = append(dst, '\\', '"')
 	for k := range numKinds {
@@ -100,7 +100,7 @@ func (s *scratch) appendNames(dst []byte, open *bool, head string, r *record, o 
 	if o.rec >= 0 {
 		have = r.list(r.entries[o.rec].lists[k])
 		for _, n := range have {
-			dst = appendName(dst, open, head, n, false)
+			dst = appendName(dst, open, head, n, r.form())
 		}
 	}
 	if o.ti < 0 {
@@ -109,15 +109,14 @@ func (s *scratch) appendNames(dst []byte, open *bool, head string, r *record, o 
 	els := pl.kind(k)
 	for i := range els {
 		if el := &els[i]; el.tmpl == o.ti && s.added[el.ref] && !contains(have, el.name) {
-			dst = appendName(dst, open, head, el.name, true)
+			dst = appendName(dst, open, head, el.name, el.form)
 		}
 	}
 	return dst
 }
 
 // appendName appends one quoted name of a list, opening it with head.
-// plain says name is not yet escaped for the record (see appendRecordName).
-func appendName(dst []byte, open *bool, head, name string, plain bool) []byte {
+func appendName(dst []byte, open *bool, head, name string, f nameForm) []byte {
 	if *open {
 		dst = append(dst, ',')
 	} else {
@@ -125,18 +124,47 @@ func appendName(dst []byte, open *bool, head, name string, plain bool) []byte {
 		*open = true
 	}
 	dst = append(dst, '\\', '"')
-	dst = appendRecordName(dst, name, plain)
+	dst = appendRecordName(dst, name, f)
 	return append(dst, '\\', '"')
 }
 
-// appendRecordName appends name as the record's string content, escaped
-// for the string the record travels in. plain: name is a value, not yet
-// escaped for the record; otherwise it is raw JSON string content.
-func appendRecordName(dst []byte, name string, plain bool) []byte {
-	if unescaped(name) {
-		return append(dst, name...) // both escapes leave it as it is
+// nameForm says how a name reaches the record's escaped text.
+type nameForm uint8
+
+const (
+	// formRaw: raw JSON string content (the request's, a record's):
+	// escaped once more, for the string the record travels in.
+	formRaw nameForm = iota
+	// formValue: a value (the plan's): escaped for the record, then again.
+	formValue
+	// formVerbatim: needs no escaping (see unescaped).
+	formVerbatim
+)
+
+// formOf is the form of a value: verbatim when escaping leaves it as it is.
+func formOf(value string) nameForm {
+	if unescaped(value) {
+		return formVerbatim
 	}
-	if plain {
+	return formValue
+}
+
+// form is the form of the record's names: raw JSON string content,
+// verbatim when the record's text held no backslash (no name can then
+// hold a quote either).
+func (r *record) form() nameForm {
+	if r.plain {
+		return formVerbatim
+	}
+	return formRaw
+}
+
+// appendRecordName appends name, in form f, as the record's text.
+func appendRecordName(dst []byte, name string, f nameForm) []byte {
+	switch {
+	case f == formVerbatim || unescaped(name):
+		return append(dst, name...) // both escapes leave it as it is
+	case f == formValue:
 		var buf [64]byte
 		return appendEscaped(dst, b2s(appendEscaped(buf[:0], name)))
 	}
@@ -182,7 +210,7 @@ func (s *scratch) appendApps(dst []byte, r *record, o outEntry, pl *plan, p *pod
 			dst = append(dst, `,\"appContainers\":{`...)
 		}
 		dst = append(dst, '\\', '"')
-		dst = appendRecordName(dst, name, false)
+		dst = appendRecordName(dst, name, formRaw)
 		dst = append(dst, `\":{`...)
 		body := len(dst)
 		for _, k := range [...]target{tEnv, tMounts} {
@@ -220,7 +248,7 @@ func (s *scratch) appendAppList(dst []byte, body int, r *record, rec *recApp, o 
 	}
 	open := false
 	for _, n := range have {
-		dst = appendName(dst, &open, head, n, false)
+		dst = appendName(dst, &open, head, n, r.form())
 	}
 	if o.ti >= 0 {
 		for i := range s.edits {
@@ -231,7 +259,7 @@ func (s *scratch) appendAppList(dst []byte, body int, r *record, rec *recApp, o 
 			for _, in := range s.inserts[ed.from:ed.to] {
 				el := pl.byRef[in.ref]
 				if el.tmpl == o.ti && !contains(have, el.name) {
-					dst = appendName(dst, &open, head, el.name, true)
+					dst = appendName(dst, &open, head, el.name, el.form)
 				}
 			}
 		}

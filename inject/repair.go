@@ -33,7 +33,7 @@ func (s *scratch) ownInit(pl *plan, name string) *element {
 	if el == nil {
 		return nil
 	}
-	r := &s.rec
+	r := s.cur
 	i := r.find(pl.tmpls[el.tmpl].name)
 	if i < 0 || !contains(r.list(r.entries[i].lists[kInits]), name) {
 		return nil

@@ -58,7 +58,7 @@ func (e *Engine) rework(ps *profileState, pl *plan, obj string, upgrade bool) (*
 		if err != nil {
 			return nil, err
 		}
-		switch merge(pl, keep, pass == 0, p2, s) {
+		switch merge(pl, keep, pass == 0, p2, s, nil) {
 		case mergeConflict:
 			rw.denyMsg = string(conflictMessage(nil, s.conflict, pl, ps.name))
 			return rw, nil
@@ -92,7 +92,7 @@ func (e *Engine) rework(ps *profileState, pl *plan, obj string, upgrade bool) (*
 	if err != nil {
 		return nil, err
 	}
-	s.readRecord(p3)
+	s.readRecord(p3, nil)
 	s.notices = s.notices[:0]
 	if moves := s.appendMoveOps(nil, pl, p3); len(moves) > 0 {
 		rw.notices = append(rw.notices, s.notices...)
