@@ -3,6 +3,7 @@ package inject
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -88,6 +89,9 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 		if err != nil {
 			return e.fail(dst, rv, ps, ReasonInternal, &res), res, nil
 		}
+		if e.late(o.Deadline) {
+			return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil
+		}
 		if rw.denyMsg != "" {
 			return e.denyConflict(dst, rv, rw.denyMsg, &res, ex), res, nil
 		}
@@ -165,7 +169,7 @@ func (e *Engine) answer(dst []byte, rv *review, ent *planEntry, patch []byte, op
 func (e *Engine) denyConflict(dst []byte, rv *review, msg string, res *Result, ex *Explanation) []byte {
 	res.Decision, res.Reason = DecisionDeny, ReasonConflict
 	if ex != nil {
-		ex.Message = msg
+		ex.Message = strings.Clone(msg) // msg may view the scratch
 	}
 	w := responseWriter{dst: dst}
 	w.begin(rv, false)
