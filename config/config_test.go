@@ -29,6 +29,9 @@ server:
   maxInFlight: 64
   tlsMinVersion: "1.3"
   idleTimeout: 30s
+  maxConnAge: 1m
+  maxConnRequests: 50
+  drainDelay: 3s
   shutdownGrace: 5s
   logLevel: debug
 `))
@@ -47,7 +50,8 @@ server:
 		Addr: ":9443", AdminAddr: DefaultAdminAddr, Budget: Duration{150 * time.Millisecond},
 		TimeoutMargin: Duration{time.Second}, MaxBodyBytes: 1 << 20, MaxInFlight: 64, TLSMinVersion: "1.3",
 		ReadTimeout: Duration{DefaultReadTimeout}, WriteTimeout: Duration{DefaultWriteTimeout},
-		IdleTimeout: Duration{30 * time.Second}, ShutdownGrace: Duration{5 * time.Second}, LogLevel: "debug",
+		IdleTimeout: Duration{30 * time.Second}, MaxConnAge: Duration{time.Minute}, MaxConnRequests: 50,
+		DrainDelay: Duration{3 * time.Second}, ShutdownGrace: Duration{5 * time.Second}, LogLevel: "debug",
 	}
 	if s != want {
 		t.Errorf("settings\n got %+v\nwant %+v", s, want)
@@ -100,7 +104,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level field", "profile: {}\n",
 			`graft.yaml:1: unknown field "profile" (did you mean "profiles"?)`},
 		{"unknown server field", "server:\n  port: 8443\n",
-			`graft.yaml:2: server: unknown field "port"; valid fields: addr, adminAddr, budget, clientCA, idleTimeout, logLevel, maxBodyBytes, maxInFlight, readTimeout, shutdownGrace, templatesDir, timeoutMargin, tlsCert, tlsKey, tlsMinVersion, writeTimeout`},
+			`graft.yaml:2: server: unknown field "port"; valid fields: addr, adminAddr, budget, clientCA, drainDelay, idleTimeout, logLevel, maxBodyBytes, maxConnAge, maxConnRequests, maxInFlight, readTimeout, shutdownGrace, templatesDir, timeoutMargin, tlsCert, tlsKey, tlsMinVersion, writeTimeout`},
 		{"misspelt profile field", "profiles:\n  enabled:\n    templates: [agent]\n    onInvalidParam: deny\n",
 			`graft.yaml:4: profiles.enabled: unknown field "onInvalidParam" (did you mean "onInvalidParams"?)`},
 		{"case slip", "defaultprofile: x\n",
@@ -158,6 +162,9 @@ func TestServerValidation(t *testing.T) {
 		{"negative budget", Server{Budget: Duration{-time.Second}}, "budget"},
 		{"negative body", Server{MaxBodyBytes: -1}, "maxBodyBytes"},
 		{"negative in-flight", Server{MaxInFlight: -1}, "maxInFlight"},
+		{"negative connection age", Server{MaxConnAge: Duration{-time.Second}}, "maxConnAge"},
+		{"negative connection requests", Server{MaxConnRequests: -1}, "maxConnRequests"},
+		{"negative drain delay", Server{DrainDelay: Duration{-time.Second}}, "drainDelay"},
 		{"bad log level", Server{LogLevel: "loud"}, "logLevel"},
 		{"cert without key", Server{TLSCert: "c.pem"}, "tlsKey"},
 		{"key without cert", Server{TLSKey: "k.pem"}, "tlsCert"},

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -270,16 +271,25 @@ func TestDeployment(t *testing.T) {
 				}
 			}
 
-			// Shutdown: the preStop pause plus the server's drain (its
-			// shutdownGrace with the shipped config) must end before the
-			// kubelet's SIGKILL.
-			var preStop int64
-			if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Sleep != nil {
-				preStop = c.Lifecycle.PreStop.Sleep.Seconds
+			// Shutdown: graft drains by itself, so no preStop hook delays
+			// its SIGTERM; its drain delay, then its grace for requests in
+			// flight, then a margin for the exit must end before the
+			// kubelet's SIGKILL; and a container restarted in place (its
+			// Pod not deleted) leaves the endpoints through the readiness
+			// probe within half the drain delay.
+			if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+				t.Errorf("preStop hook %+v: graft drains on SIGTERM by itself", c.Lifecycle.PreStop)
 			}
-			drain := int64(shutdownGrace(t).Seconds())
-			if g := deref(ps.TerminationGracePeriodSeconds); g <= preStop+drain {
-				t.Errorf("terminationGracePeriodSeconds %d <= preStop %d s + drain %d s", g, preStop, drain)
+			drainDelay, grace := shutdownSettings(t, c.Args)
+			const exitMargin = 3 * time.Second
+			if g := time.Duration(deref(ps.TerminationGracePeriodSeconds)) * time.Second; g < drainDelay+grace+exitMargin {
+				t.Errorf("terminationGracePeriodSeconds %s < drain delay %s + shutdown grace %s + %s", g, drainDelay, grace, exitMargin)
+			}
+			if rp := c.ReadinessProbe; rp != nil {
+				detect := time.Duration(rp.PeriodSeconds*rp.FailureThreshold) * time.Second
+				if detect > drainDelay/2 {
+					t.Errorf("readiness probe notices a drain after up to %s (period x failureThreshold), more than half the drain delay %s", detect, drainDelay)
+				}
 			}
 
 			checkMounts(t, out, ps, c)

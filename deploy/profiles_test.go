@@ -37,13 +37,24 @@ func loadConfig(t *testing.T) inject.Config {
 	return loadFileConfig(t).Config
 }
 
-// shutdownGrace is how long graft drains on SIGTERM with the shipped config.
-func shutdownGrace(t *testing.T) time.Duration {
+// shutdownSettings are graft's drain delay and shutdown grace with the
+// shipped config and the Deployment's args, defaults filled in.
+func shutdownSettings(t *testing.T, args []string) (drainDelay, grace time.Duration) {
 	t.Helper()
-	if g := loadFileConfig(t).Server.ShutdownGrace.Duration; g > 0 {
-		return g
+	s := loadFileConfig(t).Server
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--drain-delay="); ok {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				t.Fatalf("%s: %v", a, err)
+			}
+			s.DrainDelay = config.Duration{Duration: d}
+		}
 	}
-	return config.DefaultShutdownGrace
+	if err := s.Default(); err != nil {
+		t.Fatal(err)
+	}
+	return s.DrainDelay.Duration, s.ShutdownGrace.Duration
 }
 
 // TestConfigIsValid: the shipped configuration and templates are accepted

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -122,58 +123,83 @@ func TestDeploymentRunsGraft(t *testing.T) {
 
 	// Every webhook, as the API server calls it.
 	for _, w := range mwc.Webhooks {
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(w.ClientConfig.CABundle) {
-			t.Fatalf("%s: no CA in caBundle", w.Name)
-		}
-		svc := w.ClientConfig.Service
-		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
-			RootCAs:    roots,
-			ServerName: svc.Name + "." + svc.Namespace + ".svc",
-		}}}
-		url := fmt.Sprintf("https://%s%s?timeout=%ds", ports["https"], *svc.Path, *w.TimeoutSeconds)
-		resp, err := client.Post(url, "application/json", strings.NewReader(podReview("u-"+w.Name)))
-		if err != nil {
+		if _, err := callWebhook(t, w, ports["https"]); err != nil {
 			t.Errorf("%s: %v", w.Name, err)
-			continue
-		}
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		_ = resp.Body.Close()
-		client.CloseIdleConnections()
-		var review struct {
-			Response struct {
-				UID       string `json:"uid"`
-				Allowed   bool   `json:"allowed"`
-				PatchType string `json:"patchType"`
-				Patch     string `json:"patch"`
-			} `json:"response"`
-		}
-		if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &review) != nil {
-			t.Errorf("%s: %d %s", w.Name, resp.StatusCode, body)
-			continue
-		}
-		r := review.Response
-		if r.UID != "u-"+w.Name || !r.Allowed || r.PatchType != "JSONPatch" {
-			t.Errorf("%s: uid %q allowed %v patchType %q, want the Pod allowed with a JSONPatch", w.Name, r.UID, r.Allowed, r.PatchType)
-			continue
-		}
-		if status := injectedStatus(t, r.Patch); status == "" {
-			t.Errorf("%s: the patched Pod carries no graft.dev/status", w.Name)
 		}
 	}
 
-	// SIGTERM: graft drains and exits cleanly.
+	// SIGTERM, as the kubelet sends it: graft turns not-ready at once and
+	// keeps answering, each answer closing its connection, for its drain
+	// delay; then it exits 0 within its shutdown grace.
+	drainDelay, grace := shutdownSettings(t, c.Args)
+	signalled := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
+	}
+	for httpGet(t, admin+c.ReadinessProbe.HTTPGet.Path) != http.StatusServiceUnavailable {
+		if time.Since(signalled) > drainDelay/2 {
+			t.Fatalf("%s still ready %s after SIGTERM", c.ReadinessProbe.HTTPGet.Path, time.Since(signalled))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if closing, err := callWebhook(t, mwc.Webhooks[0], ports["https"]); err != nil || !closing {
+		t.Errorf("during the drain: %v, Connection: close %v; want an answer that closes its connection", err, closing)
 	}
 	select {
 	case err := <-exited:
 		if err != nil {
 			t.Errorf("graft exited with %v after SIGTERM", err)
 		}
-	case <-time.After(time.Minute):
-		t.Error("graft did not exit within a minute of SIGTERM")
+		if took := time.Since(signalled); took < drainDelay {
+			t.Errorf("graft exited %s after SIGTERM, before its drain delay %s", took, drainDelay)
+		}
+	case <-time.After(drainDelay + grace):
+		t.Errorf("graft did not exit within %s of SIGTERM", drainDelay+grace)
 	}
+}
+
+// callWebhook sends a Pod review to webhook w at addr as the API server
+// would: TLS verified with its caBundle under the Service's DNS name, on
+// its path with its timeout. It checks that the Pod is injected and
+// reports whether the answer closed the connection.
+func callWebhook(t *testing.T, w admissionv1.MutatingWebhook, addr string) (closing bool, err error) {
+	t.Helper()
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(w.ClientConfig.CABundle) {
+		t.Fatalf("%s: no CA in caBundle", w.Name)
+	}
+	svc := w.ClientConfig.Service
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs:    roots,
+		ServerName: svc.Name + "." + svc.Namespace + ".svc",
+	}}}
+	defer client.CloseIdleConnections()
+	url := fmt.Sprintf("https://%s%s?timeout=%ds", addr, *svc.Path, *w.TimeoutSeconds)
+	resp, err := client.Post(url, "application/json", strings.NewReader(podReview("u-"+w.Name)))
+	if err != nil {
+		return false, err
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	_ = resp.Body.Close()
+	var review struct {
+		Response struct {
+			UID       string `json:"uid"`
+			Allowed   bool   `json:"allowed"`
+			PatchType string `json:"patchType"`
+			Patch     string `json:"patch"`
+		} `json:"response"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &review) != nil {
+		return resp.Close, fmt.Errorf("%d %s", resp.StatusCode, body)
+	}
+	r := review.Response
+	if r.UID != "u-"+w.Name || !r.Allowed || r.PatchType != "JSONPatch" {
+		return resp.Close, fmt.Errorf("uid %q allowed %v patchType %q, want the Pod allowed with a JSONPatch", r.UID, r.Allowed, r.PatchType)
+	}
+	if status := injectedStatus(t, r.Patch); status == "" {
+		return resp.Close, errors.New("the patched Pod carries no graft.dev/status")
+	}
+	return resp.Close, nil
 }
 
 const reviewedPod = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"apps"},` +

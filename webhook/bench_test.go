@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"path/filepath"
 	"testing"
@@ -123,14 +125,21 @@ func BenchmarkEngineAdmit(b *testing.B) {
 
 // benchServer is a Server as `graft serve` builds it (info logs with
 // sampling, to io.Discard), warmed up.
-func benchServer(b *testing.B) *Server { return discardServer(b, "info") }
+func benchServer(b *testing.B) *Server {
+	s, _ := discardServer(b, "info")
+	return s
+}
 
 // allocServer is benchServer for tests, logging every admission at debug
 // to a discarding writer (50 runs stay within the sampler's first 100).
-func allocServer(t *testing.T) *Server { return discardServer(t, "debug") }
+func allocServer(t *testing.T) *Server {
+	s, _ := discardServer(t, "debug")
+	return s
+}
 
-// discardServer builds and warms a Server whose logs at level go nowhere.
-func discardServer(tb testing.TB, level string) *Server {
+// discardServer builds and warms a Server whose logs at level go nowhere,
+// and returns it with the CA its certificate verifies against.
+func discardServer(tb testing.TB, level string) (*Server, *x509.CertPool) {
 	tb.Helper()
 	certDir := tb.TempDir()
 	bundle, err := certgen.Generate(certgen.Options{DNSNames: []string{"localhost"}})
@@ -147,6 +156,8 @@ func discardServer(tb testing.TB, level string) *Server {
 	s, err := New(Options{
 		Override: func(st *config.Server) {
 			st.Addr, st.AdminAddr, st.LogLevel = "127.0.0.1:0", "127.0.0.1:0", level
+			// One keep-alive connection carries a whole benchmark.
+			st.MaxConnAge, st.MaxConnRequests = config.Duration{Duration: time.Hour}, math.MaxInt
 			st.TLSCert, st.TLSKey = filepath.Join(certDir, certgen.CertFile), filepath.Join(certDir, certgen.KeyFile)
 		},
 		Logger: log, Level: &lvl, Registry: prometheus.NewRegistry(),
@@ -159,7 +170,9 @@ func discardServer(tb testing.TB, level string) *Server {
 	if !s.warmed.Load() {
 		tb.Fatal("warm-up failed")
 	}
-	return s
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(bundle.CACert)
+	return s, roots
 }
 
 // TestHandlerAllocations: the handler adds at most two allocations per
@@ -233,5 +246,43 @@ func benchRoundTrips(b *testing.B, conn net.Conn, review []byte) {
 		if err := c.roundTrip(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkServeTLSNewConn is BenchmarkServeTLS with a new connection for
+// every review, which is what each connection rotation makes one call
+// pay: TCP connect, a full handshake verified the way the API server's
+// webhook client verifies it (ALPN http/1.1, no session resumption, Go's
+// default key exchange), one review, close. Client and server share the
+// machine, so ns/op is both sides' work; the difference to
+// BenchmarkServeTLS is the price of one new connection.
+func BenchmarkServeTLSNewConn(b *testing.B) {
+	for _, v := range []struct {
+		name string
+		max  uint16
+	}{{"tls13", tls.VersionTLS13}, {"tls12", tls.VersionTLS12}} {
+		b.Run(v.name, func(b *testing.B) {
+			s, roots := discardServer(b, "info")
+			done := make(chan error, 1)
+			go func() { done <- s.tlsSrv.Serve(s.tlsLn) }()
+			b.Cleanup(func() {
+				_ = s.tlsSrv.Shutdown()
+				<-done
+			})
+			cfg := &tls.Config{RootCAs: roots, ServerName: "localhost", NextProtos: []string{"http/1.1"}, MaxVersion: v.max}
+			review := corpus.Review(corpus.Small)
+			b.SetBytes(int64(len(review)))
+			b.ReportAllocs()
+			for b.Loop() {
+				conn, err := tls.Dial("tcp", s.Addr().String(), cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := newRawClient(conn, review).roundTrip(); err != nil {
+					b.Fatal(err)
+				}
+				conn.Close()
+			}
+		})
 	}
 }

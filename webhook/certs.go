@@ -8,23 +8,50 @@ import (
 	"sync/atomic"
 
 	"go.uber.org/zap"
+
+	"github.com/graftdev/graft/internal/bounded"
 )
 
-// certReloader serves the certificate in certFile/keyFile and reloads it
-// when either changes. Mounted Secrets change by an atomic symlink swap
-// (..data), so it watches the directories, not the files. A pair that does
+// Mounted Secrets change by an atomic symlink swap (..data), so the TLS
+// files are watched through their directories (watch.go). A file that does
 // not load (say the certificate is written and the key not yet) is logged
-// and the previous certificate keeps serving; the next change retries.
+// and counted, the previous value keeps serving, and the next change
+// retries. New handshakes get what is current; established connections
+// keep what they were made with.
+
+// maxPEMBytes bounds a certificate or key file; real ones are a few KiB.
+const maxPEMBytes = 1 << 20
+
+// tlsReporter logs, counts (graft_tls_reloads_total) and reports each
+// reload of TLS files.
+type tlsReporter struct {
+	log     *zap.Logger
+	metrics *metrics
+	hook    func(error) // Options.OnCertReload
+}
+
+func (r tlsReporter) report(what string, err error, fields ...zap.Field) {
+	if err != nil {
+		r.metrics.tlsReloadErr.Inc()
+		r.log.Warn(what+" reload failed; keeping the current one", zap.Error(err))
+	} else {
+		r.metrics.tlsReloadOK.Inc()
+		r.log.Info(what+" reloaded", fields...)
+	}
+	if r.hook != nil {
+		r.hook(err)
+	}
+}
+
+// certReloader serves the certificate in certFile/keyFile.
 type certReloader struct {
 	certFile, keyFile string
 	cur               atomic.Pointer[tls.Certificate]
-	log               *zap.Logger
-	metrics           *metrics
-	onReload          func(error)
+	rep               tlsReporter
 }
 
-func newCertReloader(certFile, keyFile string, m *metrics, log *zap.Logger, onReload func(error)) (*certReloader, error) {
-	r := &certReloader{certFile: certFile, keyFile: keyFile, log: log, metrics: m, onReload: onReload}
+func newCertReloader(certFile, keyFile string, rep tlsReporter) (*certReloader, error) {
+	r := &certReloader{certFile: certFile, keyFile: keyFile, rep: rep}
 	if err := r.load(); err != nil {
 		return nil, err
 	}
@@ -44,35 +71,76 @@ func (r *certReloader) load() error {
 		pair.Leaf = leaf
 	}
 	r.cur.Store(&pair)
-	r.metrics.certExpiry.Set(float64(leaf.NotAfter.Unix()))
+	r.rep.metrics.certExpiry.Set(float64(leaf.NotAfter.Unix()))
 	return nil
 }
 
 // getCertificate is tls.Config.GetCertificate: every new handshake gets the
-// current pair; established connections keep theirs.
+// current pair.
 func (r *certReloader) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	return r.cur.Load(), nil
 }
 
-// reload loads the pair again after a change, keeping the current one
-// when the new pair does not load.
+// reload loads the pair again after a change.
 func (r *certReloader) reload() {
-	err := r.load()
-	if err != nil {
-		r.log.Warn("certificate reload failed; keeping the current one", zap.Error(err))
-	} else {
-		leaf := r.cur.Load().Leaf
-		r.log.Info("serving certificate reloaded",
-			zap.String("serial", leaf.SerialNumber.String()), zap.Time("not_after", leaf.NotAfter))
+	if err := r.load(); err != nil {
+		r.rep.report("certificate", err)
+		return
 	}
-	if r.onReload != nil {
-		r.onReload(err)
-	}
+	leaf := r.cur.Load().Leaf
+	r.rep.report("certificate", nil,
+		zap.String("serial", leaf.SerialNumber.String()), zap.Time("not_after", leaf.NotAfter))
 }
 
 // relevant reports whether a change to name may change the pair: the files
 // themselves or Kubernetes' ..data symlink.
 func (r *certReloader) relevant(name string) bool {
-	return isDataSwap(name) || filepath.Clean(name) == filepath.Clean(r.certFile) ||
-		filepath.Clean(name) == filepath.Clean(r.keyFile)
+	return isDataSwap(name) || sameFile(name, r.certFile) || sameFile(name, r.keyFile)
 }
+
+// clientCAs requires client certificates signed by the CAs in file
+// (--client-ca). Each handshake gets, through GetConfigForClient, the
+// server's configuration with the pool last loaded.
+type clientCAs struct {
+	file string
+	base *tls.Config
+	cur  atomic.Pointer[tls.Config]
+	rep  tlsReporter
+}
+
+// newClientCAs loads file; base is the server's configuration, which it
+// copies for each pool.
+func newClientCAs(file string, base *tls.Config, rep tlsReporter) (*clientCAs, error) {
+	c := &clientCAs{file: file, base: base.Clone(), rep: rep}
+	if err := c.load(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *clientCAs) load() error {
+	pem, err := bounded.ReadFile(c.file, maxPEMBytes)
+	if err != nil {
+		return fmt.Errorf("client CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return fmt.Errorf("client CA %s: no PEM certificates", c.file)
+	}
+	cfg := c.base.Clone()
+	cfg.ClientCAs = pool
+	cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	c.cur.Store(cfg)
+	return nil
+}
+
+// getConfigForClient is tls.Config.GetConfigForClient.
+func (c *clientCAs) getConfigForClient(*tls.ClientHelloInfo) (*tls.Config, error) {
+	return c.cur.Load(), nil
+}
+
+func (c *clientCAs) reload() { c.rep.report("client CA", c.load()) }
+
+func (c *clientCAs) relevant(name string) bool { return isDataSwap(name) || sameFile(name, c.file) }
+
+func sameFile(a, b string) bool { return filepath.Clean(a) == filepath.Clean(b) }

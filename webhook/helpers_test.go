@@ -78,6 +78,8 @@ func startServer(t *testing.T, setup serverSetup) *testServer {
 		Override: func(s *config.Server) {
 			s.Addr, s.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
 			s.TLSCert, s.TLSKey = filepath.Join(certDir, certgen.CertFile), filepath.Join(certDir, certgen.KeyFile)
+			// Tests that are not about the drain should not wait for it.
+			s.DrainDelay = config.Duration{Duration: time.Millisecond}
 			if setup.override != nil {
 				setup.override(s)
 			}

@@ -1,10 +1,8 @@
 package webhook
 
 import (
-	"crypto/tls"
 	"io"
 	"net"
-	"sync/atomic"
 	"time"
 )
 
@@ -20,39 +18,15 @@ const (
 	lingerMaxBytes = 64 << 20
 )
 
-// lingerListener wraps the TLS listener so that connections can be marked
-// to linger. It keeps *tls.Conn's methods visible, so fasthttp still sees
-// a TLS connection.
-type lingerListener struct{ net.Listener }
-
-func (l lingerListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	if tc, ok := c.(*tls.Conn); ok {
-		return &lingerConn{Conn: tc}, nil
-	}
-	return c, nil
-}
-
-type lingerConn struct {
-	*tls.Conn
-	linger atomic.Bool
-}
-
-// markLinger asks c, if it is a lingerConn, to close gently.
+// markLinger asks c, if it is a webhook connection, to close gently.
 func markLinger(c net.Conn) {
-	if lc, ok := c.(*lingerConn); ok {
-		lc.linger.Store(true)
+	if sc, ok := c.(*serverConn); ok {
+		sc.linger.Store(true)
 	}
 }
 
-func (c *lingerConn) Close() error {
-	if !c.linger.Load() {
-		return c.Conn.Close()
-	}
-	raw := c.Conn.NetConn()
+func (c *serverConn) closeGently() error {
+	raw := c.raw.Conn
 	// close_notify, then FIN: the client reads the reply and then EOF.
 	_ = c.Conn.CloseWrite()
 	if cw, ok := raw.(interface{ CloseWrite() error }); ok {

@@ -28,6 +28,10 @@ type metrics struct {
 	certExpiry prometheus.Gauge
 	reloadOK   prometheus.Counter
 	reloadErr  prometheus.Counter
+	// tlsReloadOK and tlsReloadErr count reloads of the serving
+	// certificate and of the client CAs.
+	tlsReloadOK  prometheus.Counter
+	tlsReloadErr prometheus.Counter
 	// skips and failures are indexed by inject.Reason; nil where a reason
 	// does not belong to the series.
 	skips    []prometheus.Counter
@@ -67,6 +71,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: "graft_config_reloads_total",
 		Help: "Template and configuration reloads by result (success, error).",
 	}, []string{"result"})
+	tlsReloads := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "graft_tls_reloads_total",
+		Help: "Reloads of the serving certificate and of the client CAs by result (success, error).",
+	}, []string{"result"})
 	skips := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "graft_skips_total",
 		Help: "Requests left alone, by reason.",
@@ -78,7 +86,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 
 	for _, c := range []prometheus.Collector{
 		m.requests, m.injections, m.duration, m.patchBytes, m.inflight, m.certExpiry,
-		reloads, skips, failures,
+		reloads, tlsReloads, skips, failures,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
@@ -88,6 +96,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	m.reloadOK = reloads.WithLabelValues("success")
 	m.reloadErr = reloads.WithLabelValues("error")
+	m.tlsReloadOK = tlsReloads.WithLabelValues("success")
+	m.tlsReloadErr = tlsReloads.WithLabelValues("error")
 	reasons := inject.Reasons()
 	m.skips = make([]prometheus.Counter, len(reasons))
 	m.failures = make([]prometheus.Counter, len(reasons))

@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -19,12 +18,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/graftdev/graft/config"
-	"github.com/graftdev/graft/internal/bounded"
 	"github.com/graftdev/graft/webhook/certgen"
 )
-
-// maxPEMBytes bounds a certificate or key file; real ones are a few KiB.
-const maxPEMBytes = 1 << 20
 
 // Options are what a Server is built from.
 type Options struct {
@@ -59,13 +54,21 @@ type Server struct {
 
 	inflight atomic.Int64
 	warmed   atomic.Bool
-	stopping atomic.Bool
+	// stopping is set at SIGTERM: /readyz fails and every response on the
+	// webhook port closes its connection (drain.go).
+	stopping     atomic.Bool
+	endDrain     chan struct{}
+	endDrainOnce sync.Once
 
-	certs   *certReloader
-	certDir string // self-signed certificates to remove at exit
+	certs     *certReloader
+	clientCAs *clientCAs // nil without --client-ca
+	certDir   string     // self-signed certificates to remove at exit
 
 	tlsLn, adminLn   net.Listener
 	tlsSrv, adminSrv *fasthttp.Server
+	conns            *connSet // the webhook port's connections
+	retireEvery      time.Duration
+	rotate           rotation
 	metricsHandler   fasthttp.RequestHandler
 }
 
@@ -75,7 +78,7 @@ func New(o Options) (s *Server, err error) {
 	if o.Logger == nil || o.Registry == nil {
 		return nil, errors.New("webhook: Logger and Registry are required")
 	}
-	s = &Server{opts: o, log: o.Logger, now: o.Clock, bufs: newRespPool()}
+	s = &Server{opts: o, log: o.Logger, now: o.Clock, bufs: newRespPool(), conns: newConnSet(), endDrain: make(chan struct{})}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -113,21 +116,28 @@ func New(o Options) (s *Server, err error) {
 		}
 		certFile, keyFile = s.certDir+"/"+certgen.CertFile, s.certDir+"/"+certgen.KeyFile
 	}
-	if s.certs, err = newCertReloader(certFile, keyFile, s.metrics, s.log, o.OnCertReload); err != nil {
+	rep := tlsReporter{log: s.log, metrics: s.metrics, hook: o.OnCertReload}
+	if s.certs, err = newCertReloader(certFile, keyFile, rep); err != nil {
 		return nil, err
 	}
-	tlsCfg, err := s.tlsConfig(cfg)
+	tlsCfg, err := s.tlsConfig(cfg, rep)
 	if err != nil {
 		return nil, err
 	}
-	if s.tlsLn, err = net.Listen("tcp", cfg.Addr); err != nil {
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
-	s.tlsLn = lingerListener{tls.NewListener(s.tlsLn, tlsCfg)}
+	s.tlsLn = &connListener{Listener: ln, tls: tlsCfg, set: s.conns,
+		readTimeout: cfg.ReadTimeout.Duration, idleTimeout: cfg.IdleTimeout.Duration}
 	if s.adminLn, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.AdminAddr, err)
 	}
-	s.tlsSrv = s.fasthttpServer(cfg, s.handle)
+	s.tlsSrv = s.fasthttpServer(cfg, s.serveTLS)
+	s.tlsSrv.MaxRequestsPerConn = cfg.MaxConnRequests
+	s.tlsSrv.ConnState = markIdle
+	s.rotate = rotation{maxAge: cfg.MaxConnAge.Duration}
+	s.retireEvery = min(cfg.DrainDelay.Duration/4, retireSweep)
 	s.adminSrv = s.fasthttpServer(cfg, s.handleAdmin)
 	s.log.Info("graft webhook listening",
 		zap.String("addr", s.tlsLn.Addr().String()),
@@ -139,7 +149,7 @@ func New(o Options) (s *Server, err error) {
 	return s, nil
 }
 
-func (s *Server) tlsConfig(cfg config.Server) (*tls.Config, error) {
+func (s *Server) tlsConfig(cfg config.Server, rep tlsReporter) (*tls.Config, error) {
 	minVersion, err := cfg.TLSVersion()
 	if err != nil {
 		return nil, err
@@ -151,15 +161,11 @@ func (s *Server) tlsConfig(cfg config.Server) (*tls.Config, error) {
 		NextProtos: []string{"http/1.1"},
 	}
 	if cfg.ClientCA != "" {
-		pem, err := bounded.ReadFile(cfg.ClientCA, maxPEMBytes)
-		if err != nil {
-			return nil, fmt.Errorf("client CA: %w", err)
+		if s.clientCAs, err = newClientCAs(cfg.ClientCA, tc, rep); err != nil {
+			return nil, err
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("client CA %s: no PEM certificates", cfg.ClientCA)
-		}
-		tc.ClientCAs = pool
+		// Each handshake takes the pool last loaded.
+		tc.GetConfigForClient = s.clientCAs.getConfigForClient
 		tc.ClientAuth = tls.RequireAndVerifyClientCert
 	}
 	return tc, nil
@@ -229,9 +235,10 @@ func (s *Server) notReady() string {
 }
 
 // Run serves until ctx is done, then shuts down gracefully: /readyz turns
-// not-ready, the webhook listener closes, in-flight requests drain within
-// the shutdown grace, idle keep-alive connections close. It returns nil
-// after a clean shutdown.
+// not-ready and the server keeps serving for the drain delay, every
+// response closing its connection; then the webhook listener closes, idle
+// connections are retired and in-flight requests finish within the
+// shutdown grace (drain.go). It returns nil after a clean shutdown.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.release()
 	bg, stopBG := context.WithCancel(context.Background())
@@ -241,13 +248,26 @@ func (s *Server) Run(ctx context.Context) error {
 		wg.Wait()
 	}()
 
-	certW, err := newDirWatcher(s.certs.certFile, s.certs.keyFile)
-	if err != nil {
+	watch := func(what string, files []string, relevant func(string) bool, reload func()) error {
+		w, err := newDirWatcher(files...)
+		if err != nil {
+			return err
+		}
+		wg.Go(func() {
+			defer w.Close()
+			watchFiles(bg, w, what, relevant, reload, s.log)
+		})
+		return nil
+	}
+
+	if err := watch("certificate", []string{s.certs.certFile, s.certs.keyFile}, s.certs.relevant, s.certs.reload); err != nil {
 		return err
 	}
-	defer certW.Close()
-	wg.Go(func() { watchFiles(bg, certW, "certificate", s.certs.relevant, s.certs.reload, s.log) })
-
+	if ca := s.clientCAs; ca != nil {
+		if err := watch("client CA", []string{ca.file}, ca.relevant, ca.reload); err != nil {
+			return err
+		}
+	}
 	var watched []string
 	if s.opts.ConfigPath != "" {
 		watched = append(watched, s.opts.ConfigPath)
@@ -256,12 +276,9 @@ func (s *Server) Run(ctx context.Context) error {
 		watched = append(watched, dir)
 	}
 	if len(watched) > 0 {
-		cfgW, err := newDirWatcher(watched...)
-		if err != nil {
+		if err := watch("config", watched, s.relevantConfigEvent, s.reload); err != nil {
 			return err
 		}
-		defer cfgW.Close()
-		wg.Go(func() { watchFiles(bg, cfgW, "config", s.relevantConfigEvent, s.reload, s.log) })
 	}
 
 	serveErr := make(chan error, 2)
@@ -274,20 +291,15 @@ func (s *Server) Run(ctx context.Context) error {
 	var runErr error
 	select {
 	case <-ctx.Done():
-		s.log.Info("shutting down: draining in-flight requests",
-			zap.Duration("grace", s.state.Load().settings.ShutdownGrace.Duration))
 	case runErr = <-serveErr:
 		s.log.Error("server stopped", zap.Error(runErr))
 	}
 	s.stopping.Store(true)
-	graceCtx, cancel := context.WithTimeout(context.Background(), s.state.Load().settings.ShutdownGrace.Duration)
-	defer cancel()
-	if err := s.tlsSrv.ShutdownWithContext(graceCtx); err != nil {
-		s.log.Warn("grace period over with requests still in flight", zap.Error(err))
+	settings := s.state.Load().settings
+	if runErr == nil {
+		runErr = s.drain(settings.DrainDelay.Duration, serveErr)
 	}
-	if err := s.adminSrv.ShutdownWithContext(graceCtx); err != nil {
-		s.log.Warn("admin server shutdown", zap.Error(err))
-	}
+	s.shutdown(settings.ShutdownGrace.Duration)
 	servers.Wait()
 	if runErr == nil {
 		s.log.Info("shut down cleanly")

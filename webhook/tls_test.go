@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"crypto/tls"
+	"io"
 	"math/big"
 	"net/http"
 	"os"
@@ -126,6 +127,9 @@ func TestCertRotation(t *testing.T) {
 			if got := metric(t, ts.reg, "graft_tls_certificate_expiry_timestamp_seconds"); got <= float64(time.Now().Unix()) {
 				t.Errorf("expiry gauge %v not in the future", got)
 			}
+			if got := metric(t, ts.reg, "graft_tls_reloads_total", "result", "success"); got < 1 {
+				t.Errorf("tls reloads{success} = %v, want at least 1", got)
+			}
 		})
 	}
 }
@@ -187,6 +191,8 @@ func getOK(t *testing.T, c *http.Client, url string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Read to the end: only then does the client pool the connection.
+	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %d", url, resp.StatusCode)
@@ -207,6 +213,66 @@ func TestCertReloadBadPairKeepsServing(t *testing.T) {
 	}
 	getOK(t, ts.client, ts.url+"/healthz")
 	if !strings.Contains(ts.logs.String(), "certificate reload failed; keeping the current one") {
+		t.Error("failure not logged")
+	}
+	if got := metric(t, ts.reg, "graft_tls_reloads_total", "result", "error"); got != 1 {
+		t.Errorf("tls reloads{error} = %v, want 1", got)
+	}
+}
+
+// TestClientCARotation: --client-ca is watched like the serving
+// certificate. New handshakes verify against the CAs last loaded while an
+// established connection keeps serving; a file that does not load is
+// logged and counted, and the previous CAs keep verifying.
+func TestClientCARotation(t *testing.T) {
+	oldCA, newCA := newPKI(t, "old-client-ca"), newPKI(t, "new-client-ca")
+	caFile := filepath.Join(t.TempDir(), "client-ca", "ca.crt")
+	writeFile(t, caFile, string(oldCA.pem))
+	ts := startServer(t, serverSetup{override: func(s *config.Server) { s.ClientCA = caFile }})
+	oldCert, newCert := oldCA.clientCert(t, "kube-apiserver"), newCA.clientCert(t, "kube-apiserver")
+	accepted := func(cert *tls.Certificate) bool {
+		c := newClient(ts.caPool, cert)
+		defer c.CloseIdleConnections()
+		resp, err := c.Get(ts.url + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+	reloads := func(result string) float64 {
+		return metric(t, ts.reg, "graft_tls_reloads_total", "result", result)
+	}
+	if !accepted(oldCert) || accepted(newCert) {
+		t.Fatal("before rotation: want the old CA's client accepted and the new CA's refused")
+	}
+	keep := newClient(ts.caPool, oldCert)
+	defer keep.CloseIdleConnections()
+	getOK(t, keep, ts.url+"/healthz")
+
+	writeFile(t, caFile, string(newCA.pem))
+	if err := waitEvent(t, ts.certEvs, "client CA"); err != nil {
+		t.Fatalf("new client CA rejected: %v", err)
+	}
+	if accepted(oldCert) || !accepted(newCert) {
+		t.Fatal("after rotation: want the new CA's client accepted and the old CA's refused")
+	}
+	getOK(t, keep, ts.url+"/healthz") // established before the rotation
+	if got := reloads("success"); got != 1 {
+		t.Errorf("tls reloads{success} = %v, want 1", got)
+	}
+
+	writeFile(t, caFile, "not a certificate\n")
+	if err := waitEvent(t, ts.certEvs, "client CA"); err == nil {
+		t.Fatal("a file without certificates was loaded")
+	}
+	if !accepted(newCert) {
+		t.Error("after a bad file the previous client CA no longer verifies")
+	}
+	if got := reloads("error"); got != 1 {
+		t.Errorf("tls reloads{error} = %v, want 1", got)
+	}
+	if !strings.Contains(ts.logs.String(), "client CA reload failed; keeping the current one") {
 		t.Error("failure not logged")
 	}
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
@@ -17,6 +20,7 @@ func newServeCmd() *cobra.Command {
 	var (
 		configPath string
 		flags      config.Server
+		drainDelay time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -24,8 +28,13 @@ func newServeCmd() *cobra.Command {
 		Long: `Serve the mutating admission webhook on --addr (TLS) and /metrics, /healthz
 and /readyz on --admin-addr (plain HTTP). Without --tls-cert/--tls-key a
 self-signed certificate is generated and its CA bundle logged. Settings come
-from --config and are overridden by flags. SIGTERM drains in-flight requests
-and exits 0.`,
+from --config and are overridden by flags.
+
+SIGTERM (or SIGINT) turns /readyz not-ready at once; graft keeps serving for
+--drain-delay, closing each connection after its answer, so that the
+endpoint's removal reaches the API servers; then it closes the listener,
+finishes the requests in flight and exits 0. A second signal ends the drain
+delay at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fs := cmd.Flags()
@@ -42,6 +51,12 @@ and exits 0.`,
 				set("client-ca", &s.ClientCA, flags.ClientCA)
 				set("templates-dir", &s.TemplatesDir, flags.TemplatesDir)
 				set("log-level", &s.LogLevel, flags.LogLevel)
+				if fs.Changed("drain-delay") {
+					s.DrainDelay = config.Duration{Duration: drainDelay}
+				}
+			}
+			if fs.Changed("drain-delay") && drainDelay <= 0 {
+				return fmt.Errorf("--drain-delay %s: want a positive duration (1ms stops at once)", drainDelay)
 			}
 			// The logger starts at the flag's level (or info) and follows
 			// the config file's logLevel once it is read.
@@ -66,7 +81,7 @@ and exits 0.`,
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := drainOnSignal(cmd.Context(), srv.EndDrain)
 			defer stop()
 			return srv.Run(ctx)
 		},
@@ -80,5 +95,37 @@ and exits 0.`,
 	f.StringVar(&flags.ClientCA, "client-ca", "", "require client certificates signed by these CAs (PEM)")
 	f.StringVar(&flags.TemplatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones; watched for changes")
 	f.StringVar(&flags.LogLevel, "log-level", "info", "debug, info, warn or error")
+	f.DurationVar(&drainDelay, "drain-delay", config.DefaultDrainDelay,
+		"after SIGTERM, keep serving this long (not ready, closing each connection after its answer) before closing the listener")
 	return cmd
+}
+
+// drainOnSignal returns a context that ends at the first SIGTERM or
+// SIGINT, which starts the server's drain; a second signal calls endDrain.
+// stop releases the signals.
+func drainOnSignal(parent context.Context, endDrain func()) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case <-sigs:
+			endDrain()
+		case <-done:
+		}
+	})
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		wg.Wait()
+		cancel()
+	}
 }

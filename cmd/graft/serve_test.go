@@ -20,8 +20,10 @@ import (
 
 // TestServeSelfSignedAndSIGTERM runs `graft serve` as `make run` does (no
 // certificate flags): it logs a self-signed CA bundle that verifies its
-// TLS port, answers a review, and on SIGTERM shuts down and exits 0,
-// removing the generated certificates.
+// TLS port and answers a review. On SIGTERM it turns not-ready and keeps
+// answering during the drain delay (10 s by default), closing each
+// connection after its answer; a second SIGTERM ends the delay, and it
+// shuts down, exits 0 and removes the generated certificates.
 func TestServeSelfSignedAndSIGTERM(t *testing.T) {
 	var logs lockedBuffer
 	exit := make(chan int, 1)
@@ -63,19 +65,42 @@ func TestServeSelfSignedAndSIGTERM(t *testing.T) {
 		Timeout:   10 * time.Second,
 	}
 	defer client.CloseIdleConnections()
-	resp, err = client.Post("https://127.0.0.1"+port+"/inject", "application/json", bytes.NewReader(corpus.Review(corpus.Small)))
-	if err != nil {
-		t.Fatal(err)
+	inject := func() *http.Response {
+		t.Helper()
+		resp, err := client.Post("https://127.0.0.1"+port+"/inject", "application/json", bytes.NewReader(corpus.Review(corpus.Small)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"patchType":"JSONPatch"`)) {
+			t.Fatalf("inject: %d %.300s", resp.StatusCode, body)
+		}
+		return resp
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"patchType":"JSONPatch"`)) {
-		t.Fatalf("inject: %d %.300s", resp.StatusCode, body)
+	if inject().Close {
+		t.Error("Connection: close before SIGTERM")
 	}
 
 	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	waitLog(t, &logs, "shutting down: not ready, answering with Connection: close until the drain delay is over", exit)
+	resp, err = plain.Get(admin + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("readyz during the drain: %d", resp.StatusCode)
+	}
+	if !inject().Close {
+		t.Error("no Connection: close during the drain")
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, &logs, "drain delay cut short", exit)
 	select {
 	case code := <-exit:
 		if code != 0 {
@@ -98,6 +123,8 @@ func TestServeRejectsBadFlags(t *testing.T) {
 		{"serve", "--log-level", "loud"},
 		{"serve", "--config", "/nonexistent/graft.yaml"},
 		{"serve", "extra-arg"},
+		{"serve", "--drain-delay", "0"},
+		{"serve", "--drain-delay", "-1s"},
 	} {
 		var stderr lockedBuffer
 		if code := run(args, nil, io.Discard, &stderr); code == 0 {

@@ -145,7 +145,10 @@ func (o *options) plan(pin bool) (harness.Plan, error) {
 	for _, name := range splitList(o.peers) {
 		switch name {
 		case report.Graft:
-			p.Peers = append(p.Peers, harness.Peer{Name: name, Bin: o.graft, Args: []string{"serve"}, ExtraArgs: strings.Fields(o.graftArgs)})
+			// Next to no drain (0 means the default): the harness stops a
+			// peer between runs, with no endpoint to take it out of, and
+			// waits 5 s for it to exit.
+			p.Peers = append(p.Peers, harness.Peer{Name: name, Bin: o.graft, Args: []string{"serve", "--drain-delay=1ms"}, ExtraArgs: strings.Fields(o.graftArgs)})
 		case report.Conventional:
 			p.Peers = append(p.Peers, harness.Peer{Name: name, Bin: o.conventional})
 		case report.Floor:

@@ -37,8 +37,8 @@ const (
 
 // startAPIServer runs kube-apiserver against etcdURL on a free loopback
 // port with token auth, RBAC and freshly generated certificates, and waits
-// until /readyz answers ok.
-func startAPIServer(ctx context.Context, bin, dir, etcdURL string) (*apiServer, error) {
+// until /readyz answers ok. extraArgs are added to its flags.
+func startAPIServer(ctx context.Context, bin, dir, etcdURL string, extraArgs ...string) (*apiServer, error) {
 	pki := filepath.Join(dir, "apiserver-pki")
 	serving, err := certgen.Generate(certgen.Options{
 		DNSNames: []string{"localhost"},
@@ -73,7 +73,7 @@ func startAPIServer(ctx context.Context, bin, dir, etcdURL string) (*apiServer, 
 		return nil, err
 	}
 	a := &apiServer{URL: "https://" + addrs[0].String(), Token: token, CA: serving.CACert}
-	a.proc, err = proc.Start(proc.Spec{Name: "kube-apiserver", Dir: dir, Bin: bin, Args: []string{
+	a.proc, err = proc.Start(proc.Spec{Name: "kube-apiserver", Dir: dir, Bin: bin, Args: append([]string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -94,7 +94,7 @@ func startAPIServer(ctx context.Context, bin, dir, etcdURL string) (*apiServer, 
 		"--endpoint-reconciler-type=none",
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
-	}})
+	}, extraArgs...)})
 	if err != nil {
 		return nil, err
 	}

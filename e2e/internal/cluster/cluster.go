@@ -73,6 +73,23 @@ type Cluster struct {
 // ready. On error the returned Cluster holds whatever started, so the
 // caller can print its logs and must still call Stop.
 func Start(ctx context.Context, o Options) (*Cluster, error) {
+	c, err := StartControlPlane(ctx, o)
+	if err != nil {
+		return c, err
+	}
+	c.graft, err = newGraft(o.Graft, o.Dir, o.GraftConfig)
+	if err != nil {
+		return c, err
+	}
+	if err := c.graft.start(ctx); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// StartControlPlane is Start without graft: etcd and kube-apiserver, with
+// apiserverArgs added to its flags, for a test that runs graft its own way.
+func StartControlPlane(ctx context.Context, o Options, apiserverArgs ...string) (*Cluster, error) {
 	c := &Cluster{opts: o}
 	var (
 		etcdURL string
@@ -82,7 +99,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return c, err
 	}
-	c.apiserver, err = startAPIServer(ctx, o.KubeAPIServer, o.Dir, etcdURL)
+	c.apiserver, err = startAPIServer(ctx, o.KubeAPIServer, o.Dir, etcdURL, apiserverArgs...)
 	if err != nil {
 		return c, err
 	}
@@ -90,13 +107,6 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	c.Client, err = kubernetes.NewForConfig(c.Config)
 	if err != nil {
 		return c, fmt.Errorf("clientset: %w", err)
-	}
-	c.graft, err = newGraft(o.Graft, o.Dir, o.GraftConfig)
-	if err != nil {
-		return c, err
-	}
-	if err := c.graft.start(ctx); err != nil {
-		return c, err
 	}
 	return c, nil
 }

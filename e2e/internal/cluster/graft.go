@@ -41,6 +41,9 @@ func newGraft(bin, dir string, config []byte) (*graftServer, error) {
 		"--admin-addr=" + g.AdminAddr,
 		"--tls-cert=" + filepath.Join(certDir, certgen.CertFile),
 		"--tls-key=" + filepath.Join(certDir, certgen.KeyFile),
+		// One graft behind a url: reference has no endpoints to leave;
+		// TestRollingReplicas is the drain's test.
+		"--drain-delay=100ms",
 	}
 	if config != nil {
 		g.configPath = filepath.Join(dir, "graft-config.yaml")

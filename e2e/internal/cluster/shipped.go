@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -34,6 +35,7 @@ type Shipped struct {
 	Webhook   *admissionv1.MutatingWebhookConfiguration
 	Policy    *admissionv1.ValidatingAdmissionPolicy
 	Binding   *admissionv1.ValidatingAdmissionPolicyBinding
+	Service   *corev1.Service // graft's Service, when deploy/ has one
 	Namespace string
 	Sources   []string
 }
@@ -109,6 +111,11 @@ func (s *Shipped) add(data []byte, source string) error {
 			if s.Binding == nil {
 				s.Binding = &admissionv1.ValidatingAdmissionPolicyBinding{}
 				into, took = s.Binding, true
+			}
+		case "Service":
+			if s.Service == nil {
+				s.Service = &corev1.Service{}
+				into, took = s.Service, true
 			}
 		case "Namespace":
 			if s.Namespace == "" {

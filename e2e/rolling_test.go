@@ -1,0 +1,537 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/graftdev/graft/e2e/internal/cluster"
+	"github.com/graftdev/graft/e2e/internal/histo"
+)
+
+// The rolling test's pace. Rotation in its replicas is faster than the
+// defaults (see rollingServerConfig) so that a window holds enough
+// rotations for the split between replicas to be a measurement.
+const (
+	rollingRate    = 150 // Pod creates per second the load aims at
+	rollingWorkers = 32
+	rollingWarmup  = 2 * time.Second // before the first window
+	rollingWindow  = 9 * time.Second // each pair of replicas at full strength
+	// Each running replica's share of graft's calls in a window.
+	minShare, maxShare = 0.30, 0.70
+)
+
+// rollingServerConfig is added to the shipped config.yaml: a drain delay
+// enough for an EndpointSlice update to reach this API server, and
+// rotation after 50 requests or 2 s, so that at ~150 calls/s a window sees
+// dozens of reconnections to a random ready replica. With the defaults
+// (1000 requests, 10 s) the few connections this load keeps busy rotate
+// about once a window, and one run measured 55/45, 78/22 and 61/39.
+const rollingServerConfig = `
+server:
+  drainDelay: 2s
+  maxConnRequests: 50
+  maxConnAge: 2s
+`
+
+// TestRollingReplicas replaces each of two graft replicas in turn under
+// more than 100 Pod creates per second, the way the shipped Deployment
+// rolls (a new replica first, then SIGTERM to an old one), against a
+// kube-apiserver that reaches graft through the shipped webhook's service:
+// reference as it is: --enable-aggregator-routing, a real Service and an
+// EndpointSlice kept as the endpoints controller would, each replica in its
+// own network namespace with the certificate for graft.graft-system.svc.
+// No create may fail, fail open or go uninjected, and while two replicas
+// run, each serves 30-70% of the calls. Then one replica is killed with
+// SIGKILL, and what that costs is reported, not judged.
+func TestRollingReplicas(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for network namespaces")
+	}
+	started := time.Now()
+	r := newRollingRig(t)
+	t.Logf("control plane, network, Service and two replicas ready in %s", time.Since(started).Round(time.Millisecond))
+	load := startLoad(r.client, r.ns, rollingRate, rollingWorkers)
+	defer load.stop()
+	failOpen0 := r.failOpen(t)
+
+	a, b := r.replicas[0], r.replicas[1]
+	time.Sleep(rollingWarmup)
+	var windows []shareWindow
+	windows = append(windows, r.measure(t, a, b))
+	c := r.replace(t, a, "graft-c")
+	windows = append(windows, r.measure(t, b, c))
+	d := r.replace(t, b, "graft-d")
+	windows = append(windows, r.measure(t, c, d))
+	rolling := load.until(time.Now())
+
+	if rate := float64(rolling.creates) / rolling.span.Seconds(); rate < 100 || rolling.span < 30*time.Second {
+		t.Errorf("load: %d creates in %s (%.0f/s); want at least 100/s for at least 30 s", rolling.creates, rolling.span.Round(time.Millisecond), rate)
+	}
+	t.Logf("rolling: %d creates in %s (%.0f/s), %d failed, %d not injected",
+		rolling.creates, rolling.span.Round(time.Millisecond), float64(rolling.creates)/rolling.span.Seconds(), len(rolling.failed), rolling.uninjected)
+	if len(rolling.failed) > 0 {
+		t.Errorf("%d creates failed while replicas were replaced:\n%s", len(rolling.failed), summarize(rolling.failed))
+	}
+	if rolling.uninjected > 0 {
+		t.Errorf("%d Pods admitted without injection", rolling.uninjected)
+	}
+	if delta := r.failOpen(t) - failOpen0; delta != 0 {
+		t.Errorf("apiserver_admission_webhook_fail_open_count rose by %g", delta)
+	}
+	for _, w := range windows {
+		t.Logf("window %s: %s", w.span.Round(time.Millisecond), w)
+		if w.total < 300 {
+			t.Errorf("window %s: only %g calls; too few to judge the split", w, w.total)
+		}
+		for i, s := range w.shares() {
+			if s < minShare || s > maxShare {
+				t.Errorf("window %s: %s served %.0f%% of the calls, want %.0f-%.0f%%", w, w.names[i], 100*s, 100*minShare, 100*maxShare)
+			}
+		}
+	}
+
+	r.killReport(t, load, c, d)
+}
+
+// rollingRig is the dedicated control plane and the replicas behind it.
+type rollingRig struct {
+	cp        *cluster.Cluster
+	client    kubernetes.Interface
+	network   *cluster.Network
+	set       *cluster.ReplicaSet
+	endpoints *cluster.Endpoints
+	replicas  []*cluster.Replica
+	ns        string
+	webhook   string // the mutating webhook's name in the API server's metrics
+}
+
+func newRollingRig(t *testing.T) *rollingRig {
+	t.Helper()
+	ctx := t.Context()
+	opts, err := cluster.OptionsFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(tmpRoot(), "graft-e2e-rolling-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Dir = dir
+	r := &rollingRig{}
+	t.Cleanup(func() { r.close(t, dir) })
+
+	// This API server dials the endpoints itself; the suite's goes
+	// through the rewritten url: references and needs none of this.
+	if r.cp, err = cluster.StartControlPlane(ctx, opts, "--enable-aggregator-routing=true"); err != nil {
+		t.Fatal(err)
+	}
+	r.client = r.cp.Client
+	if r.network, err = cluster.NewNetwork(ctx); err != nil {
+		t.Fatal(err)
+	}
+	shipped := env.shipped
+	config, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "base", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	configPath := filepath.Join(dir, "graft-config.yaml")
+	if err := os.WriteFile(configPath, append(config, rollingServerConfig...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.set, err = cluster.NewReplicaSet(opts.Graft, dir, r.network,
+		"--config="+configPath, "--templates-dir="+filepath.Join(repoRoot, "deploy", "base", "templates"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// graft's namespace and Service, whose endpoints this test keeps.
+	if err := r.cp.CreateNamespace(ctx, shipped.Namespace, nil); err != nil {
+		t.Fatal(err)
+	}
+	if shipped.Service == nil {
+		t.Fatal("deploy/base has no Service")
+	}
+	wh := shipped.Webhook.DeepCopy()
+	ref := wh.Webhooks[0].ClientConfig.Service
+	if ref == nil || ref.Name != shipped.Service.Name || ref.Namespace != shipped.Service.Namespace {
+		t.Fatalf("the shipped webhook does not reference the shipped Service: %+v", ref)
+	}
+	portName := ""
+	for _, p := range shipped.Service.Spec.Ports {
+		if ref.Port != nil && p.Port == *ref.Port {
+			portName = p.Name
+		}
+	}
+	if r.endpoints, err = cluster.CreateService(ctx, r.client, shipped.Service, portName, cluster.ReplicaPort); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"graft-a", "graft-b"} {
+		r.startReplica(t, name)
+	}
+
+	// The shipped registration as it is, service: references included,
+	// and the policy that refuses an uninjected Pod.
+	wh.ResourceVersion = ""
+	for i := range wh.Webhooks {
+		wh.Webhooks[i].ClientConfig.CABundle = r.set.CA
+	}
+	r.webhook = wh.Webhooks[0].Name
+	if _, err := r.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, wh, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	policy, binding := shipped.Policy.DeepCopy(), shipped.Binding.DeepCopy()
+	policy.ResourceVersion, binding.ResourceVersion = "", ""
+	if _, err := r.client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r.ns = "e2e-rolling"
+	if err := r.cp.CreateNamespace(ctx, r.ns, map[string]string{cluster.InjectLabel: "enabled"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.cp.WaitInjecting(ctx, r.ns); err != nil {
+		t.Fatalf("the service: webhook never took effect: %v", err)
+	}
+	return r
+}
+
+// startReplica starts a replica and adds it to the endpoints once ready.
+func (r *rollingRig) startReplica(t *testing.T, name string) *cluster.Replica {
+	t.Helper()
+	rep, err := r.set.Start(t.Context(), name)
+	if rep != nil {
+		r.replicas = append(r.replicas, rep)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.endpoints.Set(t.Context(), rep, cluster.EndpointReady); err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// replace rolls old out as the Deployment does (maxSurge 1,
+// maxUnavailable 0): a new replica, ready, joins the endpoints; then old
+// is marked terminating and gets SIGTERM, and leaves the endpoints when it
+// has exited, which it must do cleanly.
+func (r *rollingRig) replace(t *testing.T, old *cluster.Replica, name string) *cluster.Replica {
+	t.Helper()
+	next := r.startReplica(t, name)
+	if err := r.endpoints.Set(t.Context(), old, cluster.EndpointTerminating); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := old.Wait(ctx); err != nil {
+		t.Errorf("%s after SIGTERM: %v\n%s", old.Name, err, old.Log(8<<10))
+	}
+	if err := r.endpoints.Remove(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	return next
+}
+
+// shareWindow is how many calls each of two replicas served in a span.
+type shareWindow struct {
+	names  [2]string
+	counts [2]float64
+	total  float64
+	span   time.Duration
+}
+
+func (w shareWindow) shares() [2]float64 {
+	return [2]float64{w.counts[0] / w.total, w.counts[1] / w.total}
+}
+
+func (w shareWindow) String() string {
+	s := w.shares()
+	return fmt.Sprintf("%s %.0f%% (%g), %s %.0f%% (%g)", w.names[0], 100*s[0], w.counts[0], w.names[1], 100*s[1], w.counts[1])
+}
+
+// measure counts the calls x and y serve over rollingWindow.
+func (r *rollingRig) measure(t *testing.T, x, y *cluster.Replica) shareWindow {
+	t.Helper()
+	x0, y0 := replicaRequests(t, x), replicaRequests(t, y)
+	start := time.Now()
+	time.Sleep(rollingWindow)
+	w := shareWindow{names: [2]string{x.Name, y.Name}, span: time.Since(start)}
+	w.counts = [2]float64{replicaRequests(t, x) - x0, replicaRequests(t, y) - y0}
+	w.total = w.counts[0] + w.counts[1]
+	return w
+}
+
+// replicaRequests is the reviews rep has answered so far.
+func replicaRequests(t *testing.T, rep *cluster.Replica) float64 {
+	t.Helper()
+	c := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
+	defer c.CloseIdleConnections()
+	return sumFamily(scrape(t, c, rep.AdminURL+"/metrics", ""), graftRequestsMetric, nil)
+}
+
+// apiserverMetric sums the API server's series name whose labels match.
+func (r *rollingRig) apiserverMetric(t *testing.T, name string, match func(*dto.Metric) bool) float64 {
+	t.Helper()
+	c, token := r.cp.APIServerHTTP()
+	defer c.CloseIdleConnections()
+	return sumFamily(scrape(t, c, r.cp.APIServerURL()+"/metrics", token), name, match)
+}
+
+func (r *rollingRig) failOpen(t *testing.T) float64 {
+	t.Helper()
+	return r.apiserverMetric(t, "apiserver_admission_webhook_fail_open_count", r.ours)
+}
+
+func (r *rollingRig) ours(m *dto.Metric) bool { return histo.Label(m, "name") == r.webhook }
+
+func sumFamily(mfs map[string]*dto.MetricFamily, name string, match func(*dto.Metric) bool) float64 {
+	var sum float64
+	for _, m := range mfs[name].GetMetric() {
+		if match != nil && !match(m) {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			sum += m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			sum += m.GetGauge().GetValue()
+		}
+	}
+	return sum
+}
+
+// killReport kills victim with SIGKILL under load, leaves its endpoint
+// ready for a second (until a kubelet would notice), then marks it not
+// ready and rolls in a replacement. It logs what failed and how the API
+// server handled it: this is what a crash costs, not a requirement.
+func (r *rollingRig) killReport(t *testing.T, load *podLoad, victim, survivor *cluster.Replica) {
+	t.Helper()
+	failOpen0 := r.failOpen(t)
+	calls0 := r.webhookCalls(t)
+	survivor0 := replicaRequests(t, survivor)
+	from := time.Now()
+	if err := victim.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if err := r.endpoints.Set(t.Context(), victim, cluster.EndpointNotReady); err != nil {
+		t.Fatal(err)
+	}
+	next := r.startReplica(t, "graft-e")
+	if err := r.endpoints.Remove(t.Context(), victim); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	load.stop()
+	after := load.since(from)
+	calls := r.webhookCalls(t)
+	for code := range calls {
+		calls[code] -= calls0[code]
+	}
+	answered := replicaRequests(t, survivor) - survivor0 + replicaRequests(t, next)
+	t.Logf("SIGKILL report: %s killed under load; in the %s after: %d creates, %d failed, %d not injected; fail-open count +%g",
+		victim.Name, after.span.Round(time.Millisecond), after.creates, len(after.failed), after.uninjected, r.failOpen(t)-failOpen0)
+	t.Logf("SIGKILL report: the API server's calls to %s by HTTP code %v; %s and %s answered %g",
+		r.webhook, calls, survivor.Name, next.Name, answered)
+	if len(after.failed) > 0 {
+		t.Logf("SIGKILL report: the failed creates:\n%s", summarize(after.failed))
+	}
+	if lines := failingOpen(r.cp.Logs(1 << 20)); len(lines) > 0 {
+		t.Logf("SIGKILL report: the API server's log of the calls it failed open on (each logged once per call):\n%s", summarize(lines))
+	}
+}
+
+// webhookCalls is apiserver_admission_webhook_request_total for graft's
+// webhook by its code label.
+func (r *rollingRig) webhookCalls(t *testing.T) map[string]float64 {
+	t.Helper()
+	c, token := r.cp.APIServerHTTP()
+	defer c.CloseIdleConnections()
+	out := map[string]float64{}
+	for _, m := range scrape(t, c, r.cp.APIServerURL()+"/metrics", token)["apiserver_admission_webhook_request_total"].GetMetric() {
+		if r.ours(m) {
+			out[histo.Label(m, "code")] += m.GetCounter().GetValue()
+		}
+	}
+	return out
+}
+
+// failingOpen picks from the API server's log the reasons of the webhook
+// calls it failed open on.
+func failingOpen(log string) []string {
+	var out []string
+	for _, line := range strings.Split(log, "\n") {
+		if _, reason, ok := strings.Cut(line, "Failed calling webhook, failing open"); ok {
+			if _, err, ok := strings.Cut(reason, "err=\""); ok {
+				reason = err
+			}
+			out = append(out, strings.TrimSpace(reason))
+		}
+	}
+	return out
+}
+
+// summarize groups failure messages, Pod names blanked, most common first.
+func summarize(errs []string) string {
+	counts := map[string]int{}
+	for _, e := range errs {
+		counts[podName.ReplaceAllString(e, "r-N")]++
+	}
+	msgs := make([]string, 0, len(counts))
+	for m := range counts {
+		msgs = append(msgs, m)
+	}
+	slices.SortFunc(msgs, func(a, b string) int { return counts[b] - counts[a] })
+	var sb strings.Builder
+	for _, m := range msgs {
+		fmt.Fprintf(&sb, "  %d x %s\n", counts[m], m)
+	}
+	return sb.String()
+}
+
+var podName = regexp.MustCompile(`r-\d+`)
+
+func (r *rollingRig) close(t *testing.T, dir string) {
+	start := time.Now()
+	defer func() { t.Logf("teardown took %s", time.Since(start).Round(time.Millisecond)) }()
+	var errs []error
+	for _, rep := range r.replicas {
+		if t.Failed() {
+			t.Logf("===== %s log =====\n%s", rep.Name, rep.Log(16<<10))
+		}
+		errs = append(errs, rep.Close())
+	}
+	if r.network != nil {
+		errs = append(errs, r.network.Close())
+	}
+	if r.cp != nil {
+		if t.Failed() {
+			t.Log(r.cp.Logs(32 << 10))
+		}
+		errs = append(errs, r.cp.Stop())
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.Errorf("teardown: %v", err)
+	}
+	if t.Failed() {
+		os.RemoveAll(filepath.Join(dir, "etcd-data"))
+		t.Logf("logs kept in %s", dir)
+		return
+	}
+	os.RemoveAll(dir)
+}
+
+// podLoad creates Pods at a steady rate from several workers and records
+// every outcome.
+type podLoad struct {
+	client  kubernetes.Interface
+	ns      string
+	started time.Time
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	once    sync.Once
+
+	mu      sync.Mutex
+	results []createResult
+}
+
+type createResult struct {
+	at       time.Time
+	err      error
+	injected bool
+}
+
+// startLoad starts creating. Stopping ends the feed; creates under way
+// finish and count.
+func startLoad(client kubernetes.Interface, ns string, rate, workers int) *podLoad {
+	feed, stop := context.WithCancel(context.Background())
+	l := &podLoad{client: client, ns: ns, started: time.Now(), cancel: stop}
+	jobs := make(chan int)
+	l.wg.Go(func() {
+		defer close(jobs)
+		tick := time.NewTicker(time.Second / time.Duration(rate))
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-feed.Done():
+				return
+			case <-tick.C:
+			}
+			select {
+			case jobs <- i:
+			default: // every worker busy: this create is not made
+			}
+		}
+	})
+	for range workers {
+		l.wg.Go(func() {
+			for i := range jobs {
+				p, err := client.CoreV1().Pods(ns).Create(context.Background(), simplePod(fmt.Sprintf("r-%05d", i)), metav1.CreateOptions{})
+				l.mu.Lock()
+				l.results = append(l.results, createResult{at: time.Now(), err: err, injected: err == nil && isInjected(p)})
+				l.mu.Unlock()
+			}
+		})
+	}
+	return l
+}
+
+func (l *podLoad) stop() {
+	l.once.Do(func() {
+		l.cancel()
+		l.wg.Wait()
+	})
+}
+
+// loadSummary is what the creates in a span came to.
+type loadSummary struct {
+	span       time.Duration
+	creates    int
+	failed     []string
+	uninjected int
+}
+
+func (l *podLoad) summary(from, to time.Time) loadSummary {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := loadSummary{span: to.Sub(from)}
+	for _, r := range l.results {
+		if r.at.Before(from) || r.at.After(to) {
+			continue
+		}
+		s.creates++
+		switch {
+		case r.err != nil:
+			s.failed = append(s.failed, r.err.Error())
+		case !r.injected:
+			s.uninjected++
+		}
+	}
+	return s
+}
+
+// until summarizes the creates from the start to t.
+func (l *podLoad) until(t time.Time) loadSummary { return l.summary(l.started, t) }
+
+// since summarizes the creates from t to now.
+func (l *podLoad) since(t time.Time) loadSummary { return l.summary(t, time.Now()) }
