@@ -128,6 +128,8 @@ func TestParseErrors(t *testing.T) {
 		{"list for a mapping", "server: [a]\n", `graft.yaml:1: server: a list: want a mapping`},
 		{"bad enum", "profiles:\n  a: {templates: [agent], failureMode: sometimes}\n",
 			`graft.yaml:2: profiles.a.failureMode: "sometimes": want allow or deny`},
+		{"bad onConflict", "profiles:\n  a:\n    templates: [agent]\n    onConflict: replace\n",
+			`graft.yaml:4: profiles.a.onConflict: "replace": want deny or keep`},
 		{"bad list element", "excludedNamespaces: [a, [b]]\n",
 			`graft.yaml:1: excludedNamespaces[1]: a list: want a string`},
 		{"not yaml", "server: [\n", `graft.yaml:1: invalid YAML: did not find expected node content`},

@@ -196,6 +196,8 @@ func enumValues(t reflect.Type) []string {
 		return []string{string(inject.FailAllow), string(inject.FailDeny)}
 	case reflect.TypeFor[inject.InvalidParamsMode]():
 		return []string{string(inject.InvalidDeny), string(inject.InvalidUseDefault)}
+	case reflect.TypeFor[inject.ConflictMode]():
+		return []string{string(inject.ConflictDeny), string(inject.ConflictKeep)}
 	}
 	return nil
 }

@@ -419,6 +419,11 @@ func TestValidatingAdmissionPolicy(t *testing.T) {
 	if !strings.Contains(vars["status"], "'graft.dev/status' in object.metadata.annotations") {
 		t.Errorf("variable status = %q: want graft.dev/status read from the Pod", vars["status"])
 	}
+	for _, key := range []string{`"injected"`} {
+		if !strings.Contains(vars["injectedNames"], key) {
+			t.Errorf("variable injectedNames does not read %s from graft.dev/status", key)
+		}
+	}
 	if len(vap.Spec.Validations) != 2 {
 		t.Fatalf("%d validations, want 2 (injected; still holding what was injected)", len(vap.Spec.Validations))
 	}

@@ -1,56 +1,94 @@
 package e2e
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/graftdev/graft/e2e/internal/cluster"
 )
 
-// Scenario 7: a Pod that already has a container named like graft's
-// sidecar is created without a duplicate, and the client gets graft's
-// warning.
-func TestSidecarNameConflict(t *testing.T) {
+// conflictPods bring their own container, init container or volume named
+// like one the agent template injects.
+var conflictPods = []struct {
+	name, object string
+	pod          func(name string) *corev1.Pod
+}{
+	{"app-container", `container "` + agentContainer + `"`, func(name string) *corev1.Pod {
+		return simplePod(name, "app", agentContainer)
+	}},
+	{"init-container", `init container "` + agentContainer + `"`, func(name string) *corev1.Pod {
+		p := simplePod(name)
+		p.Spec.InitContainers = []corev1.Container{{Name: agentContainer, Image: "registry.invalid/mine:1"}}
+		return p
+	}},
+	{"volume", `volume "` + agentVolume + `"`, func(name string) *corev1.Pod {
+		p := simplePod(name)
+		p.Spec.Volumes = []corev1.Volume{{Name: agentVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		return p
+	}},
+}
+
+// Scenario 7: a Pod that brings its own object named like graft's. By
+// default (onConflict: deny) the create is refused with a message naming
+// the object, the template and the option to change.
+func TestSidecarNameConflictDenied(t *testing.T) {
 	ns := optedIn(t, "e2e-conflict")
-	for _, tc := range []struct {
-		name string
-		pod  func() *corev1.Pod
-	}{
-		{"app-container", func() *corev1.Pod {
-			return simplePod("conflict-app", "app", agentContainer)
-		}},
-		{"init-container", func() *corev1.Pod {
-			p := simplePod("conflict-init")
-			p.Spec.InitContainers = []corev1.Container{{Name: agentContainer, Image: "registry.invalid/mine:1"}}
-			return p
-		}},
-	} {
+	for _, tc := range conflictPods {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := env.client.CoreV1().Pods(ns).Create(t.Context(), tc.pod("conflict-"+tc.name), metav1.CreateOptions{})
+			if err == nil {
+				t.Fatal("created; want a denial")
+			}
+			for _, want := range []string{"Pod already has " + tc.object, "onConflict: keep", "without agent"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Fatalf("denial %q does not say %q", err, want)
+				}
+			}
+			t.Logf("denied: %v", err)
+		})
+	}
+}
+
+// With onConflict: keep the Pod is created as the user wrote it, with a
+// warning, and graft injects nothing of the template and records nothing
+// of it.
+func TestSidecarNameConflictKept(t *testing.T) {
+	ns := newNamespace(t, "e2e-conflict-keep", nil)
+	registerWebhooks(t, "graft-e2e-conflict-keep", scopedGraftWebhook("keep.conflict.e2e.graft.dev", ns, "/inject/keep"))
+	if err := env.waitInjecting(t.Context(), ns); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range conflictPods {
 		t.Run(tc.name, func(t *testing.T) {
 			c, w := clientWithWarnings(t)
-			want := tc.pod()
+			want := tc.pod("keep-" + tc.name)
 			if _, err := c.CoreV1().Pods(ns).Create(t.Context(), want, metav1.CreateOptions{}); err != nil {
 				t.Fatalf("create: %v", err)
 			}
 			got := getPod(t, ns, want.Name)
-			if n := countContainers(got, agentContainer); n != 1 {
-				t.Fatalf("%d containers named %s, want exactly the user's one: %s", n, agentContainer, containerNames(got))
+			if len(got.Spec.Containers)+len(got.Spec.InitContainers) != len(want.Spec.Containers)+len(want.Spec.InitContainers) ||
+				len(got.Spec.Volumes) != len(want.Spec.Volumes) {
+				t.Fatalf("graft added to a Pod whose template it left out: containers %s, %d volumes", containerNames(got), len(got.Spec.Volumes))
 			}
-			for _, ctr := range allContainers(got) {
-				if ctr.Name == agentContainer && !strings.Contains(ctr.Image, "registry.invalid/") {
-					t.Fatalf("the user's %s container was replaced: image %s", agentContainer, ctr.Image)
+			for _, ctr := range got.Spec.Containers {
+				if countEnv(ctr, agentEnv) > 0 || countMounts(ctr, agentVolume) > 0 {
+					t.Fatalf("container %s got the agent's env or mount", ctr.Name)
 				}
 			}
-			var named []string
-			for _, msg := range w.all() {
-				if strings.Contains(msg, agentContainer) {
-					named = append(named, msg)
-				}
+			var st struct {
+				Injected  []string          `json:"injected"`
+				Templates []json.RawMessage `json:"templates"`
 			}
-			if len(named) == 0 {
-				t.Fatalf("no warning naming %s reached the client; warnings: %q", agentContainer, w.all())
+			if err := json.Unmarshal([]byte(got.Annotations[cluster.StatusAnnotation]), &st); err != nil || len(st.Injected)+len(st.Templates) != 0 {
+				t.Fatalf("status %q (%v): want one that records nothing", got.Annotations[cluster.StatusAnnotation], err)
 			}
-			t.Logf("warning: %s", named[0])
+			if !strings.Contains(strings.Join(w.all(), "\n"), "template agent not injected: the Pod already has "+tc.object) {
+				t.Fatalf("no warning naming %s reached the client; warnings: %q", tc.object, w.all())
+			}
 		})
 	}
 }

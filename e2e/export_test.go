@@ -337,7 +337,7 @@ func TestExportReinvocationWithForeignMutator(t *testing.T) {
 		policy:    newNamespace(t, "e2e-exp-pol-foreign", map[string]string{exportLabel: profile})}
 	registerWebhooks(t, "graft-e2e-export-foreign", scopedGraftWebhook("foreign.export.e2e.graft.dev", pair.webhookNS, "/inject/"+profile))
 	for _, ns := range []string{pair.webhookNS, pair.policy} {
-		registerForeign(t, ns, &foreignMutator{})
+		registerForeign(t, ns, &foreignMutator{}, regv1.IfNeededReinvocationPolicy)
 		waitFor(t, "graft and the foreign webhook in "+ns, func(ctx context.Context) error {
 			p, err := env.client.CoreV1().Pods(ns).Create(ctx, simplePod("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			if err != nil {

@@ -25,12 +25,14 @@ const (
 	foreignAnnotation = "e2e.graft.dev/foreign"
 )
 
-// foreignMutator is another team's mutating webhook: it appends a
-// container and sets an env var and imagePullPolicy: Always on every
-// container, graft's included. It is idempotent, as every mutating webhook
-// must be.
+// foreignMutator is another team's mutating webhook: by default it
+// appends a container and sets an env var and imagePullPolicy: Always on
+// every container, graft's included (foreignPatch); patch, when set,
+// replaces what it does. It is idempotent, as every mutating webhook must
+// be.
 type foreignMutator struct {
 	calls atomic.Int64
+	patch func(*corev1.Pod) []patchOp
 }
 
 func (f *foreignMutator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -45,7 +47,11 @@ func (f *foreignMutator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("bad pod: %v", err), http.StatusBadRequest)
 		return
 	}
-	patch := foreignPatch(&pod)
+	edit := f.patch
+	if edit == nil {
+		edit = foreignPatch
+	}
+	patch := edit(&pod)
 	resp := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
 	if len(patch) > 0 {
 		raw, err := json.Marshal(patch)
@@ -120,7 +126,7 @@ func jsonPointerEscape(s string) string {
 // registerForeign serves m over TLS on loopback and registers it for the
 // namespace ns only, in a configuration named to sort after graft's: the
 // API server calls configurations in name order.
-func registerForeign(t *testing.T, ns string, m http.Handler) {
+func registerForeign(t *testing.T, ns string, m http.Handler, reinvocation regv1.ReinvocationPolicyType) {
 	t.Helper()
 	srv := httptest.NewTLSServer(m)
 	t.Cleanup(srv.Close)
@@ -128,7 +134,6 @@ func registerForeign(t *testing.T, ns string, m http.Handler) {
 	url := srv.URL + "/mutate"
 	none := regv1.SideEffectClassNone
 	fail := regv1.Fail
-	ifNeeded := regv1.IfNeededReinvocationPolicy
 	cfg := &regv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "zz-e2e-foreign-" + ns},
 		Webhooks: []regv1.MutatingWebhook{{
@@ -137,7 +142,7 @@ func registerForeign(t *testing.T, ns string, m http.Handler) {
 			AdmissionReviewVersions: []string{"v1"},
 			SideEffects:             &none,
 			FailurePolicy:           &fail,
-			ReinvocationPolicy:      &ifNeeded,
+			ReinvocationPolicy:      &reinvocation,
 			Rules:                   podCreateRules(),
 			NamespaceSelector:       namespaceNamed(ns),
 		}},

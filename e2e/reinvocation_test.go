@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	regv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -18,7 +19,7 @@ import (
 func TestReinvocationWithForeignMutator(t *testing.T) {
 	ns := optedIn(t, "e2e-reinvocation")
 	foreign := &foreignMutator{}
-	registerForeign(t, ns, foreign)
+	registerForeign(t, ns, foreign, regv1.IfNeededReinvocationPolicy)
 	waitFor(t, "the foreign webhook to take effect", func(ctx context.Context) error {
 		p, err := env.client.CoreV1().Pods(ns).Create(ctx, simplePod("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {

@@ -49,6 +49,8 @@ func suiteConfig() (inject.Config, error) {
 	cfg.Profiles["agent"] = inject.Profile{Templates: []string{"agent"}}
 	cfg.Profiles["lenient"] = inject.Profile{Templates: []string{"agent"}, OnInvalidParams: inject.InvalidUseDefault}
 	cfg.Profiles["hostnet"] = inject.Profile{Templates: []string{"agent"}, InjectHostNetwork: true}
+	cfg.Profiles["keep"] = inject.Profile{Templates: []string{"agent"}, OnConflict: inject.ConflictKeep}
+	cfg.Profiles["keep-otel-agent-log-shipper"] = inject.Profile{Templates: []string{"otel-agent", "log-shipper"}, OnConflict: inject.ConflictKeep}
 	for _, name := range set.Names() {
 		cfg.Profiles[templateProfile(name)] = inject.Profile{Templates: []string{name}}
 	}

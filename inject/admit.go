@@ -3,6 +3,7 @@ package inject
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -76,15 +77,48 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 	if e.late(o.Deadline) {
 		return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil
 	}
-	merge(pl, p, s)
-	if len(s.edits) == 0 {
-		return skip(dst, rv, ReasonAlreadyInjected, &res), res, nil
+	if ex != nil {
+		explainStatus(ex, pl, p)
 	}
+	switch out := merge(pl, ps.cfg.OnConflict == ConflictKeep, true, p, s, &e.impl.records); out {
+	case mergeConflict:
+		s.patch = conflictMessage(s.patch[:0], s.conflict, pl, ps.name)
+		return e.denyConflict(dst, rv, b2s(s.patch), &res, ex), res, nil
+	case mergeUpgrade, mergeRepair:
+		rw, err := e.rework(ps, pl, rv.object, out == mergeUpgrade)
+		if err != nil {
+			return e.fail(dst, rv, ps, ReasonInternal, &res), res, nil
+		}
+		if e.late(o.Deadline) {
+			return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil
+		}
+		if rw.denyMsg != "" {
+			return e.denyConflict(dst, rv, rw.denyMsg, &res, ex), res, nil
+		}
+		return e.answer(dst, rv, ent, rw.patch, rw.ops, rw.notices, &res, ex), res, nil
+	}
+	if len(s.edits) == 0 {
+		return e.answer(dst, rv, ent, nil, 0, s.notices, &res, ex), res, nil
+	}
+	rc, err := e.writePatch(pl, p, s)
+	if err != nil {
+		return e.fail(dst, rv, ps, ReasonInternal, &res), res, nil
+	}
+	if e.late(o.Deadline) {
+		return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil
+	}
+	return e.answer(dst, rv, ent, s.patch, len(rc.ops), s.notices, &res, ex), res, nil
+}
+
+// writePatch appends to s.patch the patch for the edits merge left in s,
+// replaying the cached recipe of their shape (compiled on a miss).
+func (e *Engine) writePatch(pl *plan, p *pod, s *scratch) (*patchRecipe, error) {
 	s.shapeKey = appendShapeKey(s.shapeKey[:0], pl.id, s)
 	rc := e.impl.shapes.get(s.shapeKey)
 	if rc == nil {
+		var err error
 		if rc, err = compileRecipe(pl, s); err != nil {
-			return e.fail(dst, rv, ps, ReasonInternal, &res), res, nil
+			return nil, err
 		}
 		e.impl.shapes.put(s.shapeKey, rc)
 	}
@@ -93,31 +127,54 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 		s.resourced = limitRangeDefaults(pl, p, v, s)
 	}
 	s.patch = appendPatch(s.patch[:0], rc, pl, s)
-	if e.late(o.Deadline) {
-		return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil
-	}
+	return rc, nil
+}
 
-	res.Decision = DecisionInject
-	res.Templates = pl.templates
-	res.PatchOps = len(rc.ops)
-	res.PatchBytes = len(s.patch)
+// answer writes an allowed response: with patch (ops operations), or
+// without one as already injected, and the warnings.
+func (e *Engine) answer(dst []byte, rv *review, ent *planEntry, patch []byte, ops int, notices []notice, res *Result, ex *Explanation) []byte {
 	w := responseWriter{dst: dst}
 	w.begin(rv, true)
-	w.patch(s.patch)
-	for _, q := range ent.warnings {
-		w.warnRaw(q)
+	if patch == nil {
+		res.Decision, res.Reason = DecisionSkip, ReasonAlreadyInjected
+	} else {
+		res.Decision = DecisionInject
+		res.Templates = ent.plan.templates
+		res.PatchOps = ops
+		res.PatchBytes = len(patch)
+		w.patch(patch)
+		for _, q := range ent.warnings {
+			w.warnRaw(q)
+		}
 	}
-	for _, n := range s.notices {
-		w.warn("graft: ", n.kind, ` "`, n.name, `" already exists in the Pod; kept as is, not injected`)
+	for i := range notices {
+		w.writeNotice(&notices[i])
 	}
 	w.endWarnings()
-	w.audit(pl.audit)
-	res.Warnings = w.warnings
-	if ex != nil {
-		ex.Templates = pl.templates
-		ex.Patch = append([]byte(nil), s.patch...)
+	if patch != nil {
+		w.audit(ent.plan.audit)
 	}
-	return w.end(), res, nil
+	res.Warnings = w.warnings
+	if ex != nil && patch != nil {
+		ex.Templates = ent.plan.templates
+		ex.Patch = append([]byte(nil), patch...)
+	}
+	return w.end()
+}
+
+// denyConflict refuses a Pod that holds an object named like graft's that
+// graft did not inject. 400, not 409: the request can never succeed as
+// it is, and clients retry a 409 Conflict (client-go's RetryOnConflict),
+// which here would only repeat the denial.
+func (e *Engine) denyConflict(dst []byte, rv *review, msg string, res *Result, ex *Explanation) []byte {
+	res.Decision, res.Reason = DecisionDeny, ReasonConflict
+	if ex != nil {
+		ex.Message = strings.Clone(msg) // msg may view the scratch
+	}
+	w := responseWriter{dst: dst}
+	w.begin(rv, false)
+	w.status(400, "BadRequest", msg)
+	return w.end()
 }
 
 // late reports whether the deadline has passed.

@@ -29,6 +29,21 @@ const (
 	InvalidUseDefault InvalidParamsMode = "default"
 )
 
+// ConflictMode says how a profile answers a Pod that already holds a
+// container, init container or volume named like one a template injects,
+// which graft did not inject (graft.dev/status does not name it).
+type ConflictMode string
+
+const (
+	// ConflictDeny refuses the Pod, naming the object, the template and
+	// this option.
+	ConflictDeny ConflictMode = "deny"
+	// ConflictKeep admits the Pod with a warning and injects nothing of
+	// that template: its other parts may depend on the object it meant
+	// to add (a volume its sidecar and the app containers mount).
+	ConflictKeep ConflictMode = "keep"
+)
+
 // Profile is a named injection recipe, selected by the namespace label
 // graft.dev/inject=<profile> and served on /inject/<profile>.
 type Profile struct {
@@ -45,6 +60,11 @@ type Profile struct {
 	OnInvalidParams InvalidParamsMode `json:"onInvalidParams,omitempty"`
 	// FailureMode defaults to "allow".
 	FailureMode FailureMode `json:"failureMode,omitempty"`
+	// OnConflict answers a Pod that already holds a container, init
+	// container or volume named like one of the templates', which graft
+	// did not inject (graft.dev/status does not name it). Defaults to
+	// "deny".
+	OnConflict ConflictMode `json:"onConflict,omitempty"`
 	// InjectHostNetwork injects into hostNetwork Pods too (default: skip them,
 	// since a proxy or port-binding agent would share the node's network).
 	InjectHostNetwork bool `json:"injectHostNetwork,omitempty"`
@@ -52,6 +72,10 @@ type Profile struct {
 
 // Config is the engine's configuration.
 type Config struct {
+	// Revision names the revision this configuration is (label values
+	// graft.dev/rev select it; graft.dev/status records it). Defaults to
+	// DefaultRevision.
+	Revision string `json:"revision,omitempty"`
 	// DefaultProfile is served on /inject. Defaults to "enabled".
 	DefaultProfile string `json:"defaultProfile,omitempty"`
 	// Profiles by name.
@@ -60,6 +84,10 @@ type Config struct {
 	// Defaults to kube-system, kube-public and kube-node-lease.
 	ExcludedNamespaces []string `json:"excludedNamespaces,omitempty"`
 }
+
+// DefaultRevision is the name of a configuration's revision when it
+// names none.
+const DefaultRevision = "default"
 
 // ErrConfig marks an invalid configuration.
 var ErrConfig = errors.New("invalid configuration")
@@ -74,6 +102,9 @@ func (c Config) Defaulted() (Config, error) {
 
 // defaults fills in defaults and validates c, without templates.
 func (c *Config) defaults() error {
+	if c.Revision == "" {
+		c.Revision = DefaultRevision
+	}
 	if c.DefaultProfile == "" {
 		c.DefaultProfile = "enabled"
 	}
@@ -102,6 +133,9 @@ func (p *Profile) defaults() error {
 	if p.FailureMode == "" {
 		p.FailureMode = FailAllow
 	}
+	if p.OnConflict == "" {
+		p.OnConflict = ConflictDeny
+	}
 	switch p.OnInvalidParams {
 	case InvalidDeny, InvalidUseDefault:
 	default:
@@ -111,6 +145,11 @@ func (p *Profile) defaults() error {
 	case FailAllow, FailDeny:
 	default:
 		return fmt.Errorf("failureMode %q: want %q or %q", p.FailureMode, FailAllow, FailDeny)
+	}
+	switch p.OnConflict {
+	case ConflictDeny, ConflictKeep:
+	default:
+		return fmt.Errorf("onConflict %q: want %q or %q", p.OnConflict, ConflictDeny, ConflictKeep)
 	}
 	if len(p.Templates) == 0 {
 		return errors.New("no templates")

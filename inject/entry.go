@@ -300,7 +300,7 @@ func (e *Engine) buildEntry(ps *profileState, tmpls []*templates.Template, overr
 		}
 		params[n] = vals
 	}
-	pl, err := buildPlan(e.impl.nextPlanID.Add(1), tmpls, params)
+	pl, err := buildPlan(e.impl.nextPlanID.Add(1), e.cfg.Revision, tmpls, params)
 	if err != nil {
 		var perr *templates.ParamError
 		if errors.As(err, &perr) {

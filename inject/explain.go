@@ -16,6 +16,92 @@ type Explanation struct {
 	Patch []byte
 	// Response is the whole AdmissionReview response.
 	Response []byte
+
+	// Status is the Pod's graft.dev/status as read; nil when the Pod has
+	// none or it cannot be read (StatusError then says why).
+	Status      *Status
+	StatusError string
+	// Plan is, for each template the profile would inject into this Pod
+	// now, in injection order, what graft.dev/status would record of it
+	// and how the Pod's record compares: what `graft explain` and
+	// `graft audit` report per template.
+	Plan []TemplateState
+	// Absent lists the containers the status says graft injected that the
+	// Pod does not hold (audit: spoofed, or removed after admission).
+	Absent []string
+}
+
+// Template states, as TemplateState.State reports them.
+const (
+	// StateCurrent: the status records this template at the plan's
+	// revision and digest.
+	StateCurrent = "current"
+	// StateStale: the status records it at another revision or digest,
+	// or in version 1 (which has neither): graft upgrades it on the next
+	// CREATE through graft.
+	StateStale = "stale"
+	// StateMissing: the status does not record it: graft would inject it.
+	StateMissing = "missing"
+	// StateConflict: the Pod holds an object named like one of the
+	// template's that the status does not name (graft did not inject
+	// it): denied, or the template left out under onConflict: keep.
+	StateConflict = "conflict"
+)
+
+// TemplateState compares one template of the plan with the Pod's status.
+type TemplateState struct {
+	// Name, Revision and Digest are what graft would record now.
+	Name, Revision, Digest string
+	// State is StateCurrent, StateStale, StateMissing or StateConflict
+	// (a stale template's conflicts show once it is upgraded).
+	State string
+	// Recorded is the status's entry for the template, if any.
+	Recorded *TemplateStatus
+	// Conflict names the conflicting object, e.g. `container "graft-proxy"`.
+	Conflict string
+}
+
+// explainStatus fills ex's Status, Plan and Absent for p under pl.
+func explainStatus(ex *Explanation, pl *plan, p *pod) {
+	var r record
+	if raw, ok := p.annotation(annotationStatus); ok {
+		value, plain, err := appendUnescaped(nil, raw)
+		var st Status
+		if err == nil {
+			st, err = ParseStatus(string(value))
+		}
+		if err != nil {
+			ex.StatusError = err.Error()
+		} else {
+			ex.Status = &st
+			_ = r.parse(string(value), plain) // ParseStatus read it
+		}
+	}
+	for ti := range pl.tmpls {
+		t := &pl.tmpls[ti]
+		ts := TemplateState{Name: t.name, Revision: t.revision, Digest: t.digest, State: StateMissing}
+		if ex.Status != nil {
+			if ts.Recorded = ex.Status.Template(t.name); ts.Recorded != nil {
+				ts.State = StateCurrent
+				if ex.Status.Version == 1 || ts.Recorded.Revision != t.revision || ts.Recorded.Digest != t.digest {
+					ts.State = StateStale
+				}
+			}
+		}
+		if ts.State != StateStale {
+			if c, found := findConflict(pl, ti, p, &r); found {
+				ts.State, ts.Conflict = StateConflict, c.object+` "`+c.name+`"`
+			}
+		}
+		ex.Plan = append(ex.Plan, ts)
+	}
+	if ex.Status != nil {
+		for _, n := range ex.Status.Injected {
+			if !p.hasContainer(n) && !p.hasInit(n) {
+				ex.Absent = append(ex.Absent, n)
+			}
+		}
+	}
 }
 
 // ParamValue is one template parameter's effective value and its source.

@@ -25,6 +25,8 @@ func goldenConfig() Config {
 	cfg.Profiles["hostnet"] = Profile{Templates: []string{"agent"}, InjectHostNetwork: true}
 	cfg.Profiles["classic"] = Profile{Templates: []string{"classic-sidecar"}}
 	cfg.Profiles["token-aware"] = Profile{Templates: []string{"token-aware", "agent"}}
+	cfg.Profiles["keep"] = Profile{Templates: []string{"agent"}, OnConflict: ConflictKeep}
+	cfg.Profiles["keep-otel-agent-log-shipper"] = Profile{Templates: []string{"otel-agent", "log-shipper"}, OnConflict: ConflictKeep}
 	return cfg
 }
 
@@ -32,18 +34,44 @@ func goldenConfig() Config {
 type goldenCase struct {
 	Description string          `json:"description"`
 	Profile     string          `json:"profile,omitempty"`
+	Prepare     *goldenPrepare  `json:"prepare,omitempty"`
 	Review      json.RawMessage `json:"review"`
+}
+
+// goldenPrepare makes the case's object the Pod graft itself left: the
+// review's object admitted with Profile, then Patch (RFC 6902, another
+// admission step's doing) applied. So a case carries a status the engine
+// wrote, digests included, that no hand edits or template change can make
+// stale.
+type goldenPrepare struct {
+	Profile string          `json:"profile,omitempty"`
+	Patch   json.RawMessage `json:"patch,omitempty"`
+}
+
+// review returns the review to admit: c.Review, prepared if asked.
+func (c goldenCase) review(t *testing.T, e *Engine) []byte {
+	t.Helper()
+	if c.Prepare == nil {
+		return c.Review
+	}
+	obj := applyResponse(t, c.Review, mustAdmit(t, e, c.Review, Options{Profile: c.Prepare.Profile}))
+	if len(c.Prepare.Patch) > 0 {
+		obj = applyTestPatch(t, obj, c.Prepare.Patch)
+	}
+	return reReview(t, c.Review, obj)
 }
 
 // goldenOutput is what a golden file records.
 type goldenOutput struct {
-	Description string          `json:"description"`
-	Decision    string          `json:"decision"`
-	Reason      string          `json:"reason"`
-	PatchOps    int             `json:"patchOps"`
-	Response    json.RawMessage `json:"response"`
-	Patch       json.RawMessage `json:"patch,omitempty"`
-	Patched     json.RawMessage `json:"patched,omitempty"`
+	Description string `json:"description"`
+	Decision    string `json:"decision"`
+	Reason      string `json:"reason"`
+	PatchOps    int    `json:"patchOps"`
+	// Input is a prepared case's object, as admitted.
+	Input    json.RawMessage `json:"input,omitempty"`
+	Response json.RawMessage `json:"response"`
+	Patch    json.RawMessage `json:"patch,omitempty"`
+	Patched  json.RawMessage `json:"patched,omitempty"`
 }
 
 func loadGoldenCases(t *testing.T) map[string]goldenCase {
@@ -113,16 +141,20 @@ func TestGolden(t *testing.T) {
 func goldenRun(t *testing.T, e *Engine, c goldenCase) []byte {
 	t.Helper()
 	o := Options{Profile: c.Profile}
-	resp, res, err := e.Admit(nil, c.Review, o)
+	review := c.review(t, e)
+	resp, res, err := e.Admit(nil, review, o)
 	if err != nil {
 		t.Fatalf("admit: %v", err)
 	}
-	again, _, _ := e.Admit(nil, c.Review, o)
+	again, _, _ := e.Admit(nil, review, o)
 	if !bytes.Equal(resp, again) {
 		t.Fatalf("non-deterministic output:\n%s\n%s", resp, again)
 	}
-	checkEnvelope(t, c.Review, resp)
+	checkEnvelope(t, review, resp)
 	out := goldenOutput{Description: c.Description, Decision: res.Decision.String(), Reason: res.Reason.String(), PatchOps: res.PatchOps}
+	if c.Prepare != nil {
+		out.Input = indent(t, reviewObject(t, review))
+	}
 	out.Response = indent(t, resp)
 	if patch := responsePatch(t, resp); patch != nil {
 		if res.Decision != DecisionInject {
@@ -132,13 +164,13 @@ func goldenRun(t *testing.T, e *Engine, c goldenCase) []byte {
 		if err := json.Unmarshal(patch, &ops); err != nil || len(ops) != res.PatchOps {
 			t.Fatalf("patch has %d ops (%v), result says %d", len(ops), err, res.PatchOps)
 		}
-		patched := applyResponse(t, c.Review, resp)
+		patched := applyResponse(t, review, resp)
 		var pod corev1.Pod
 		if err := json.Unmarshal(patched, &pod); err != nil {
 			t.Fatalf("patched object is not a Pod: %v", err)
 		}
 		out.Patch, out.Patched = indent(t, patch), indent(t, patched)
-		second := reReview(t, c.Review, patched)
+		second := reReview(t, review, patched)
 		resp2, res2, err := e.Admit(nil, second, o)
 		if err != nil || responsePatch(t, resp2) != nil || res2.Reason != ReasonAlreadyInjected {
 			t.Fatalf("second admission is not a no-op: %v %+v\n%s", err, res2, resp2)

@@ -1,5 +1,7 @@
 package inject
 
+import "bytes"
+
 // target names a list or map of the Pod that graft may add to.
 type target uint8
 
@@ -30,28 +32,66 @@ type insert struct {
 	replace bool // maps: the key exists with another value
 }
 
-// notice is a warning to return: an element graft would inject that the
-// Pod already has under the same name and that graft did not inject.
-type notice struct {
-	kind string
-	name string
+// mergeOutcome is what merge found.
+type mergeOutcome uint8
+
+const (
+	// mergeDone: s.edits hold what to add (none: nothing to do).
+	mergeDone mergeOutcome = iota
+	// mergeConflict: the Pod holds an object named like one graft
+	// injects that graft did not inject, and the profile denies such
+	// Pods; s.conflict says which.
+	mergeConflict
+	// mergeUpgrade: graft.dev/status records a template at another
+	// revision or digest than the plan's, or is version 1 (upgrade.go).
+	mergeUpgrade
+	// mergeRepair: graft's own sidecars lost restartPolicy: Always or
+	// their placement after graft injected them (repair.go).
+	mergeRepair
+)
+
+// conflict is an object of the Pod named like one of a template's that
+// graft did not inject.
+type conflict struct {
+	object string // "container", "init container" or "volume"
+	name   string
+	tmpl   int // plan.tmpls index
 }
 
-// merge computes what pl adds to p, into s.edits and s.inserts. It never
-// removes or replaces anything but graft's own status annotation, and
-// matches by name (volume mounts also by path), so a second call after any
-// other mutator adds only what is missing.
-func merge(pl *plan, p *pod, s *scratch) {
-	_, ours := p.annotation(annotationStatus)
+// merge computes what pl adds to p, into s.edits and s.inserts, and the
+// status to write (s.statusOut). It never removes or replaces anything but
+// graft's own status annotation, and matches by name (volume mounts also
+// by path), so a second call after any other mutator adds only what is
+// missing. Whether an object of graft's name is graft's own is what the
+// Pod's graft.dev/status says: one it does not name is a conflict, denied,
+// or with keep the whole template is left out. With repairs set, merge
+// also checks graft's own sidecars are as it injected them.
+func merge(pl *plan, keep, repairs bool, p *pod, s *scratch, cache *recordCache) mergeOutcome {
+	s.readRecord(p, cache)
+	r := s.cur
+	if needsUpgrade(pl, r) {
+		return mergeUpgrade
+	}
+	s.skipped = resetBools(s.skipped, len(pl.tmpls))
+	for ti := range pl.tmpls {
+		c, found := findConflict(pl, ti, p, r)
+		if !found {
+			continue
+		}
+		if !keep {
+			s.conflict = c
+			return mergeConflict
+		}
+		s.skipped[ti] = true
+		s.notices = append(s.notices, notice{kind: noticeConflict, object: c.object, name: c.name, template: pl.tmpls[ti].name})
+	}
+	s.added, s.addedAny = resetBools(s.added, len(pl.byRef)), false
 
 	// Native sidecars, placed per template.
 	missingInits := s.refsBuf[:0]
 	for i := range pl.inits {
 		el := &pl.inits[i]
-		if p.hasInit(el.name) || p.hasContainer(el.name) {
-			if !ours {
-				s.notices = append(s.notices, notice{"container", el.name})
-			}
+		if s.skipped[el.tmpl] || p.hasInit(el.name) || p.hasContainer(el.name) {
 			continue
 		}
 		missingInits = append(missingInits, i)
@@ -88,38 +128,27 @@ func merge(pl *plan, p *pod, s *scratch) {
 			default:
 				pos, last = last, last+1
 			}
-			s.inserts = append(s.inserts, insert{pos: pos, ref: el.ref})
+			s.add(pos, el.ref)
 		}
 		s.endEdit(e)
 	}
 
 	// Sidecars in spec.containers, appended.
 	s.appendMissing(tContainers, 0, p.containersSeen, len(p.containers), pl.sidecars, func(name string) bool {
-		if p.hasContainer(name) || p.hasInit(name) {
-			if !ours {
-				s.notices = append(s.notices, notice{"container", name})
-			}
-			return true
-		}
-		return false
+		return p.hasContainer(name) || p.hasInit(name)
 	})
 	s.appendMissing(tVolumes, 0, p.vols, len(p.volumes), pl.volumes, func(name string) bool {
-		if contains(p.volumes, name) {
-			if !ours {
-				s.notices = append(s.notices, notice{"volume", name})
-			}
-			return true
-		}
-		return false
+		return contains(p.volumes, name)
 	})
 	s.appendMissing(tSecrets, 0, p.secrets, len(p.pullSecrets), pl.secrets, func(name string) bool {
 		return contains(p.pullSecrets, name)
 	})
 
-	// Every app container, including ones another mutator added since.
+	// Every app container, including ones another mutator added since;
+	// graft's own containers are those the status names.
 	for ci := range p.containers {
 		c := &p.containers[ci]
-		if pl.isOwn(c.name) {
+		if r.owns(kContainers, c.name) {
 			continue
 		}
 		env := p.envNames[c.envFrom:c.envTo]
@@ -131,28 +160,170 @@ func merge(pl *plan, p *pod, s *scratch) {
 	}
 
 	// Metadata: template annotations and labels only when absent; the
-	// status annotation is graft's own and kept current.
-	e := s.beginEdit(tAnnotations, 0, p.annotations, 0)
-	for i := range pl.annotations {
-		el := &pl.annotations[i]
-		if _, ok := p.annotation(el.name); !ok {
-			s.inserts = append(s.inserts, insert{ref: el.ref})
-		}
+	// status annotation is graft's own and kept current. It records every
+	// addition, so it is written once they are all known.
+	s.markMissing(pl.annotations, p.annotationKeys)
+	s.markMissing(pl.labels, p.labelKeys)
+	// A status graft wrote, to which this request adds nothing, stays.
+	unchanged := s.curCanonical && !s.addedAny && s.recordsAll(pl)
+	if !unchanged {
+		s.statusOut = s.appendRecord(s.statusOut[:0], r, pl, p)
 	}
-	if v, ok := p.annotation(annotationStatus); !ok {
+	e := s.beginEdit(tAnnotations, 0, p.annotations, 0)
+	s.addMarked(pl.annotations)
+	switch {
+	case !s.hasStatus:
 		s.inserts = append(s.inserts, insert{ref: pl.status.ref})
-	} else if !sameJSONString(v, pl.status.raw) {
+	case !unchanged && !s.statusCurrent(p):
 		s.inserts = append(s.inserts, insert{ref: pl.status.ref, replace: true})
 	}
 	s.endEdit(e)
 	e = s.beginEdit(tLabels, 0, p.labels, 0)
-	for i := range pl.labels {
-		el := &pl.labels[i]
-		if _, ok := p.label(el.name); !ok {
-			s.inserts = append(s.inserts, insert{ref: el.ref})
+	s.addMarked(pl.labels)
+	s.endEdit(e)
+
+	if repairs && s.needsRepair(pl, p) {
+		return mergeRepair
+	}
+	return mergeDone
+}
+
+// markMissing marks added each element of els whose key have lacks.
+func (s *scratch) markMissing(els []element, have []kv) {
+	for i := range els {
+		el := &els[i]
+		if _, ok := lookup(have, el.name); !ok && !s.skipped[el.tmpl] {
+			s.added[el.ref], s.addedAny = true, true
 		}
 	}
-	s.endEdit(e)
+}
+
+// addMarked inserts into the open map edit each element of els that
+// merge marked added.
+func (s *scratch) addMarked(els []element) {
+	for i := range els {
+		if s.added[els[i].ref] {
+			s.inserts = append(s.inserts, insert{ref: els[i].ref})
+		}
+	}
+}
+
+// add records an insert into the open edit and that its element is added.
+func (s *scratch) add(pos, ref int) {
+	s.inserts = append(s.inserts, insert{pos: pos, ref: ref})
+	s.added[ref], s.addedAny = true, true
+}
+
+// recordsAll reports whether the status has an entry for every template
+// of pl this request does not leave out.
+func (s *scratch) recordsAll(pl *plan) bool {
+	for ti := range pl.tmpls {
+		if !s.skipped[ti] && s.cur.find(pl.tmpls[ti].name) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// needsUpgrade reports whether the record holds a template of pl at
+// another revision or digest than pl's, or is a version 1 record naming
+// anything.
+func needsUpgrade(pl *plan, r *record) bool {
+	if r.hasLegacy() {
+		return true
+	}
+	for i := range r.entries {
+		e := &r.entries[i]
+		if ti := pl.templateIndex(e.name); ti >= 0 && r.find(e.name) == i {
+			if t := &pl.tmpls[ti]; e.revision != t.revision || e.digest != t.digest {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// findConflict returns the first object of template ti's that the Pod
+// holds and the record does not name.
+func findConflict(pl *plan, ti int, p *pod, r *record) (conflict, bool) {
+	for _, l := range [...][]element{pl.inits, pl.sidecars} {
+		for i := range l {
+			el := &l[i]
+			if el.tmpl != ti || r.owns(kContainers, el.name) {
+				continue
+			}
+			if p.hasInit(el.name) {
+				return conflict{object: "init container", name: el.name, tmpl: ti}, true
+			}
+			if p.hasContainer(el.name) {
+				return conflict{object: "container", name: el.name, tmpl: ti}, true
+			}
+		}
+	}
+	for i := range pl.volumes {
+		el := &pl.volumes[i]
+		if el.tmpl == ti && contains(p.volumes, el.name) && !r.owns(kVolumes, el.name) {
+			return conflict{object: "volume", name: el.name, tmpl: ti}, true
+		}
+	}
+	return conflict{}, false
+}
+
+// statusCurrent reports whether the Pod's status is the one to write:
+// the same bytes as the request carries them (a Pod graft injected), else
+// the same value escaped otherwise.
+func (s *scratch) statusCurrent(p *pod) bool {
+	raw, _ := p.annotation(annotationStatus)
+	if raw == b2s(s.statusOut) {
+		return true
+	}
+	if s.cur.version == 0 {
+		return false
+	}
+	var err error
+	s.statusTmp, _, err = appendUnescaped(s.statusTmp[:0], b2s(s.statusOut))
+	return err == nil && bytes.Equal(s.statusTmp, s.curValue)
+}
+
+// readRecord reads the Pod's graft.dev/status into s.cur (version 0 when
+// absent or unreadable) and its value into s.curValue: from the cache,
+// or read into the scratch and cached.
+func (s *scratch) readRecord(p *pod, cache *recordCache) {
+	s.rec.reset()
+	s.cur, s.curValue, s.curCanonical = &s.rec, nil, false
+	raw, ok := p.annotation(annotationStatus)
+	s.hasStatus = ok
+	if !ok {
+		return
+	}
+	if cache != nil {
+		if rs := cache.get(raw); rs != nil {
+			s.cur, s.curValue, s.curCanonical = &rs.rec, rs.value, rs.canonical
+			return
+		}
+	}
+	var err error
+	var plain bool
+	if s.statusIn, plain, err = appendUnescaped(s.statusIn[:0], raw); err == nil {
+		err = s.rec.parse(b2s(s.statusIn), plain)
+	}
+	if err != nil {
+		s.rec.reset()
+	}
+	s.curValue = s.statusIn
+	if cache != nil {
+		if rs := cache.add(raw, s, plain); rs != nil {
+			s.cur, s.curValue, s.curCanonical = &rs.rec, rs.value, rs.canonical
+		}
+	}
+}
+
+func resetBools(b []bool, n int) []bool {
+	b = b[:0]
+	for range n {
+		b = append(b, false)
+	}
+	return b
 }
 
 func (s *scratch) beginEdit(t target, index int, state presence, length int) int {
@@ -168,7 +339,8 @@ func (s *scratch) endEdit(i int) {
 	}
 }
 
-// appendMissing appends each element of want that has() says is missing.
+// appendMissing appends each element of want that has() says is missing,
+// leaving out those of templates this request skips.
 func (s *scratch) appendMissing(t target, index int, state presence, length int, want []element, has func(string) bool) {
 	e := s.beginEdit(t, index, state, length)
 	pos := length
@@ -176,10 +348,10 @@ func (s *scratch) appendMissing(t target, index int, state presence, length int,
 		pos = 0
 	}
 	for i := range want {
-		if has(want[i].name) {
+		if s.skipped[want[i].tmpl] || has(want[i].name) {
 			continue
 		}
-		s.inserts = append(s.inserts, insert{pos: pos, ref: want[i].ref})
+		s.add(pos, want[i].ref)
 		pos++
 	}
 	s.endEdit(e)
@@ -193,6 +365,9 @@ func (s *scratch) appendMissingMounts(ci int, c *container, have []mount, want [
 	}
 	for i := range want {
 		w := &want[i]
+		if s.skipped[w.tmpl] {
+			continue
+		}
 		found := false
 		for _, m := range have {
 			if m.name == w.name || m.path == w.mountPath {
@@ -203,7 +378,7 @@ func (s *scratch) appendMissingMounts(ci int, c *container, have []mount, want [
 		if found {
 			continue
 		}
-		s.inserts = append(s.inserts, insert{pos: pos, ref: w.ref})
+		s.add(pos, w.ref)
 		pos++
 	}
 	s.endEdit(e)
@@ -216,19 +391,4 @@ func contains(list []string, name string) bool {
 		}
 	}
 	return false
-}
-
-// sameJSONString compares raw string content from the request with a
-// quoted JSON string graft produced.
-func sameJSONString(raw string, quoted []byte) bool {
-	if len(quoted) >= 2 && raw == b2s(quoted[1:len(quoted)-1]) {
-		return true
-	}
-	// Same value, other escaping: decode both (rare, allocates).
-	a, err := unquoteRaw(raw, true)
-	if err != nil {
-		return false
-	}
-	b, err := unquoteRaw(b2s(quoted[1:len(quoted)-1]), true)
-	return err == nil && a == b
 }

@@ -17,6 +17,7 @@ type engineState struct {
 	excluded     []string
 	shapes       shapeCache
 	plans        planCache
+	records      recordCache
 	nextPlanID   atomic.Uint32
 	scratch      scratchPool
 }
@@ -56,6 +57,7 @@ func New(cfg Config, set *templates.Set, opts ...EngineOption) (*Engine, error) 
 	st := e.impl
 	st.shapes.m = make(map[string]*patchRecipe)
 	st.plans.m = make(map[string]*planEntry)
+	st.records.m = make(map[string]*readStatus)
 	for name, p := range cfg.Profiles {
 		ps := &profileState{name: name, cfg: p}
 		var err error

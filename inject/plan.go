@@ -1,8 +1,11 @@
 package inject
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,6 +18,8 @@ import (
 type plan struct {
 	id        uint32
 	templates []string
+	// tmpls are the templates with what graft.dev/status records of them.
+	tmpls []planTemplate
 
 	sidecars []element // spec.containers
 	inits    []element // spec.initContainers (native sidecars)
@@ -25,12 +30,25 @@ type plan struct {
 
 	annotations []element // name = key, raw = JSON string value
 	labels      []element
-	// status is graft.dev/status's value, raw JSON string.
+	// status stands for graft.dev/status, whose value each request writes
+	// (scratch.statusOut): it records what that request's Pod holds.
 	status element
 	// audit is the auditAnnotations object, raw JSON.
 	audit []byte
 	// byRef indexes every element by its ref.
 	byRef []*element
+}
+
+// planTemplate is one template of a plan as graft.dev/status records it.
+type planTemplate struct {
+	name, revision string
+	// digest is the first 16 hex digits of sha256 over the template's
+	// source, a NUL, and the resolved parameters as sorted name=value
+	// lines: it changes whenever what the template renders could.
+	digest    string
+	placement templates.Placement
+	// form is how name and revision reach the status (recordwrite.go).
+	form nameForm
 }
 
 // element is one thing graft adds, as compact JSON.
@@ -39,25 +57,57 @@ type element struct {
 	mountPath string
 	placement templates.Placement
 	raw       []byte
-	// ref indexes plan.refs: how a patch refers to this element.
+	// ref indexes plan.byRef: how a patch refers to this element.
 	ref int
+	// tmpl indexes plan.tmpls: the template that adds the element (-1
+	// for the status).
+	tmpl int
+	// sidecar: an init container rendered with restartPolicy: Always.
+	sidecar bool
+	// form is how name reaches the status (recordwrite.go).
+	form nameForm
 	// token says where a container's ServiceAccount token mount goes.
 	token tokenSplice
 }
 
-// isOwn reports whether a container of that name is one graft injects.
-func (pl *plan) isOwn(name string) bool {
-	for i := range pl.sidecars {
-		if pl.sidecars[i].name == name {
-			return true
+// templateIndex returns the index in pl.tmpls of the template called
+// name, or -1.
+func (pl *plan) templateIndex(name string) int {
+	for i := range pl.tmpls {
+		if pl.tmpls[i].name == name {
+			return i
 		}
 	}
+	return -1
+}
+
+// kind returns the elements a status list of kind k records.
+func (pl *plan) kind(k listKind) []element {
+	switch k {
+	case kInits:
+		return pl.inits
+	case kContainers:
+		return pl.sidecars
+	case kVolumes:
+		return pl.volumes
+	case kSecrets:
+		return pl.secrets
+	case kAnnotations:
+		return pl.annotations
+	case kLabels:
+		return pl.labels
+	}
+	return nil
+}
+
+// initNamed returns the plan's init container of that name, or nil.
+func (pl *plan) initNamed(name string) *element {
 	for i := range pl.inits {
 		if pl.inits[i].name == name {
-			return true
+			return &pl.inits[i]
 		}
 	}
-	return false
+	return nil
 }
 
 // elements lists every element; its index is the element's ref.
@@ -72,8 +122,10 @@ func (pl *plan) elements() []*element {
 }
 
 // buildPlan renders the templates with their parameters. params holds, per
-// template name, the values that override defaults (profile, then annotation).
-func buildPlan(id uint32, tmpls []*templates.Template, params map[string]map[string]string) (*plan, error) {
+// template name, the values that override defaults (profile, then
+// annotation); revision is what the status records as the templates'
+// revision.
+func buildPlan(id uint32, revision string, tmpls []*templates.Template, params map[string]map[string]string) (*plan, error) {
 	names := templateNames(tmpls)
 	pl := &plan{id: id, templates: names}
 	seen := map[string]string{} // "kind/name" -> template
@@ -84,12 +136,14 @@ func buildPlan(id uint32, tmpls []*templates.Template, params map[string]map[str
 		seen[kind+"/"+name] = tmpl
 		return nil
 	}
-	for _, t := range tmpls {
+	for ti, t := range tmpls {
 		name := t.Name
 		f, err := t.Render(params[name])
 		if err != nil {
 			return nil, err
 		}
+		pl.tmpls = append(pl.tmpls, planTemplate{name: name, revision: revision,
+			digest: templateDigest(t, params[name]), placement: t.Placement, form: formOf(name + revision)})
 		groups := []struct {
 			kind string
 			in   []templates.Element
@@ -107,9 +161,10 @@ func buildPlan(id uint32, tmpls []*templates.Template, params map[string]map[str
 				if err := claim(g.kind, el.Name, name); err != nil {
 					return nil, err
 				}
-				e := element{name: el.Name, mountPath: el.MountPath, raw: el.Raw}
+				e := element{name: el.Name, mountPath: el.MountPath, raw: el.Raw, tmpl: ti}
 				if gi == 1 {
 					e.placement = t.Placement
+					e.sidecar = restartsAlways(el.Raw)
 				}
 				if gi <= 1 {
 					if e.token, err = newTokenSplice(el.Raw); err != nil {
@@ -123,25 +178,16 @@ func buildPlan(id uint32, tmpls []*templates.Template, params map[string]map[str
 			if err := claim("annotation", a.Key, name); err != nil {
 				return nil, err
 			}
-			pl.annotations = append(pl.annotations, element{name: a.Key, raw: quoteJSON(a.Value)})
+			pl.annotations = append(pl.annotations, element{name: a.Key, raw: quoteJSON(a.Value), tmpl: ti})
 		}
 		for _, l := range f.Labels {
 			if err := claim("label", l.Key, name); err != nil {
 				return nil, err
 			}
-			pl.labels = append(pl.labels, element{name: l.Key, raw: quoteJSON(l.Value)})
+			pl.labels = append(pl.labels, element{name: l.Key, raw: quoteJSON(l.Value), tmpl: ti})
 		}
 	}
-	status, err := json.Marshal(struct {
-		Templates      []string `json:"templates"`
-		Containers     []string `json:"containers,omitempty"`
-		InitContainers []string `json:"initContainers,omitempty"`
-		Volumes        []string `json:"volumes,omitempty"`
-	}{names, elementNames(pl.sidecars), elementNames(pl.inits), elementNames(pl.volumes)})
-	if err != nil {
-		return nil, fmt.Errorf("status: %w", err)
-	}
-	pl.status = element{name: annotationStatus, raw: quoteJSON(string(status))}
+	pl.status = element{name: annotationStatus, tmpl: -1}
 	audit, err := json.Marshal(map[string]string{"injected-templates": strings.Join(names, ",")})
 	if err != nil {
 		return nil, fmt.Errorf("audit annotations: %w", err)
@@ -149,7 +195,7 @@ func buildPlan(id uint32, tmpls []*templates.Template, params map[string]map[str
 	pl.audit = audit
 	pl.byRef = pl.elements()
 	for i, e := range pl.byRef {
-		e.ref = i
+		e.ref, e.form = i, formOf(e.name)
 	}
 	return pl, nil
 }
@@ -163,12 +209,35 @@ func (e *conflictError) Error() string {
 	return fmt.Sprintf("templates %s and %s both inject %s %q", e.first, e.second, e.kind, e.name)
 }
 
-func elementNames(els []element) []string {
-	var out []string
-	for _, e := range els {
-		out = append(out, e.name)
+// templateDigest is planTemplate.digest for t rendered with overrides
+// (parameter name to value) over its defaults.
+func templateDigest(t *templates.Template, overrides map[string]string) string {
+	h := sha256.New()
+	h.Write(t.Source)
+	h.Write([]byte{0})
+	lines := make([]string, 0, len(t.Params))
+	for _, p := range t.Params {
+		v, ok := overrides[p.Name]
+		if !ok {
+			v = p.Default
+		}
+		lines = append(lines, p.Name+"="+v+"\n")
 	}
-	return out
+	slices.Sort(lines)
+	for _, l := range lines {
+		h.Write([]byte(l))
+	}
+	sum := h.Sum(nil)
+	return hex.EncodeToString(sum[:8])
+}
+
+// restartsAlways reports whether a rendered container sets restartPolicy:
+// Always (a native sidecar).
+func restartsAlways(raw []byte) bool {
+	var c struct {
+		RestartPolicy string `json:"restartPolicy"`
+	}
+	return json.Unmarshal(raw, &c) == nil && c.RestartPolicy == "Always"
 }
 
 func quoteJSON(s string) []byte {

@@ -66,6 +66,8 @@ type container struct {
 type initContainer struct {
 	name    string
 	sidecar bool // restartPolicy: Always
+	// restart says whether restartPolicy is set (to any value).
+	restart presence
 	// tokenPath says the container mounts a volume, tokenVolume, at the
 	// ServiceAccount token path: the only mount of init containers graft
 	// reads (see tokenVolume).
@@ -260,9 +262,11 @@ func parseSpec(sc *scanner, p *pod) error {
 					case "name":
 						c.name, err = optString(sc)
 					case "restartPolicy":
-						var rp string
-						rp, err = optString(sc)
-						c.sidecar = rp == "Always"
+						if c.restart = member(sc); c.restart == present {
+							var rp string
+							rp, err = optString(sc)
+							c.sidecar = rp == "Always"
+						}
 					case "volumeMounts":
 						if member(sc) == present {
 							err = eachMount(sc, func(m mount) {

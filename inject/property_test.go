@@ -182,18 +182,25 @@ func podReview(pod any, uid string) []byte {
 var foreignMutators = []struct {
 	name   string
 	mutate func(pod map[string]any)
-	check  func(t *testing.T, pod map[string]any)
+	// check gets graft's second answer; keep is the profile's onConflict.
+	check func(t *testing.T, pod map[string]any, res Result, keep bool)
 }{
 	{"append-container", func(pod map[string]any) {
 		spec := pod["spec"].(map[string]any)
 		spec["containers"] = append(spec["containers"].([]any), map[string]any{"name": "foreign", "image": "other:1"})
-	}, func(t *testing.T, pod map[string]any) {
+	}, func(t *testing.T, pod map[string]any, _ Result, _ bool) {
 		c := findNamed(pod["spec"].(map[string]any)["containers"], "foreign")
 		if c == nil {
 			t.Fatal("foreign container lost")
 		}
-		if findNamed(c["env"], "GRAFT_AGENT_ADDR") == nil {
-			t.Fatal("foreign container did not get graft's env var")
+		st, err := ParseStatus(pod["metadata"].(map[string]any)["annotations"].(map[string]any)[annotationStatus].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if agent := st.Template("agent"); agent == nil {
+			return // left out for a conflict
+		} else if findNamed(c["env"], "GRAFT_AGENT_ADDR") == nil || !slices.Contains(agent.AppContainers["foreign"].Env, "GRAFT_AGENT_ADDR") {
+			t.Fatalf("foreign container did not get graft's env var, or the status does not record it: %+v", agent)
 		}
 	}},
 	{"pull-policy-and-env", func(pod map[string]any) {
@@ -207,7 +214,7 @@ var foreignMutators = []struct {
 				m["env"] = append(env, map[string]any{"name": "FOREIGN", "value": "1"})
 			}
 		}
-	}, func(t *testing.T, pod map[string]any) {
+	}, func(t *testing.T, pod map[string]any, _ Result, _ bool) {
 		spec := pod["spec"].(map[string]any)
 		for _, k := range []string{"containers", "initContainers"} {
 			l, _ := spec[k].([]any)
@@ -229,7 +236,7 @@ var foreignMutators = []struct {
 			m["foreign.example.com/"+k] = "set"
 			meta[k] = m
 		}
-	}, func(t *testing.T, pod map[string]any) {
+	}, func(t *testing.T, pod map[string]any, _ Result, _ bool) {
 		meta := pod["metadata"].(map[string]any)
 		for _, k := range []string{"annotations", "labels"} {
 			if meta[k].(map[string]any)["foreign.example.com/"+k] != "set" {
@@ -239,10 +246,65 @@ var foreignMutators = []struct {
 	}},
 	{"reorder-containers", func(pod map[string]any) {
 		slices.Reverse(pod["spec"].(map[string]any)["containers"].([]any))
-	}, func(t *testing.T, pod map[string]any) {}},
+	}, func(t *testing.T, pod map[string]any, _ Result, _ bool) {}},
+	// Without its status graft cannot tell its containers from a user's
+	// of the same name: a conflict.
 	{"remove-status", func(pod map[string]any) {
 		delete(pod["metadata"].(map[string]any)["annotations"].(map[string]any), annotationStatus)
-	}, func(t *testing.T, pod map[string]any) {}},
+	}, func(t *testing.T, pod map[string]any, res Result, keep bool) {
+		if !podHas(pod, "graft-agent") {
+			return // graft had injected nothing
+		}
+		switch {
+		case !keep && (res.Decision != DecisionDeny || res.Reason != ReasonConflict):
+			t.Fatalf("graft's own containers without a status: %v/%v, want deny/conflict", res.Decision, res.Reason)
+		case keep && res.Warnings == 0:
+			t.Fatal("graft's own containers without a status under keep: no warning")
+		}
+	}},
+	// A webhook built on an older k8s.io/api drops restartPolicy from
+	// every init container: graft restores it on its own sidecars only.
+	{"strip-restart-policy", func(pod map[string]any) {
+		eachInit(pod, func(c map[string]any) { delete(c, "restartPolicy") })
+	}, func(t *testing.T, pod map[string]any, _ Result, _ bool) {
+		eachInit(pod, func(c map[string]any) {
+			if own := c["name"] == "graft-agent"; (c["restartPolicy"] == "Always") != own {
+				t.Fatalf("init container %v: restartPolicy %v after graft's repair", c["name"], c["restartPolicy"])
+			}
+		})
+	}},
+	// Another webhook reverses the init containers: graft's "first"
+	// sidecar goes back to the front, the others keep the new order.
+	{"reorder-init-containers", func(pod map[string]any) {
+		if l, ok := pod["spec"].(map[string]any)["initContainers"].([]any); ok {
+			slices.Reverse(l)
+		}
+	}, func(t *testing.T, pod map[string]any, _ Result, _ bool) {
+		var names []any
+		eachInit(pod, func(c map[string]any) { names = append(names, c["name"]) })
+		if i := slices.Index(names, any("graft-agent")); i > 0 {
+			t.Fatalf("graft's first sidecar at index %d after graft's repair: %v", i, names)
+		}
+	}},
+}
+
+// eachInit calls fn with each init container of pod.
+func eachInit(pod map[string]any, fn func(c map[string]any)) {
+	l, _ := pod["spec"].(map[string]any)["initContainers"].([]any)
+	for _, c := range l {
+		fn(c.(map[string]any))
+	}
+}
+
+// podHas reports whether pod has a container or init container called name.
+func podHas(pod map[string]any, name string) bool {
+	spec := pod["spec"].(map[string]any)
+	return findNamed(spec["containers"], name) != nil || findNamed(spec["initContainers"], name) != nil
+}
+
+// planInjects reports whether pl injects a container called name.
+func planInjects(pl *plan, name string) bool {
+	return slices.ContainsFunc(append(slices.Clone(pl.inits), pl.sidecars...), func(el element) bool { return el.name == name })
 }
 
 func findNamed(list any, name string) map[string]any {
@@ -285,7 +347,7 @@ func assertNoDuplicates(t *testing.T, pod map[string]any) {
 	dup("volumes", spec["volumes"], "name")
 }
 
-func decodeGeneric(t *testing.T, b []byte) map[string]any {
+func decodeGeneric(t testing.TB, b []byte) map[string]any {
 	t.Helper()
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
@@ -379,25 +441,38 @@ func TestProperties(t *testing.T) {
 			m.admitInTree(pod, "first")
 			cluster = &m
 		}
+		// Half the Pods are served by a profile that denies conflicts,
+		// half by one that keeps the Pod's own objects.
+		keep := r.IntN(2) == 0
+		o := Options{Profile: "agent"}
+		if keep {
+			o.Profile = "keep"
+		}
 		review := podReview(pod, fmt.Sprintf("00000000-0000-4000-8000-%012d", i))
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			resp, _, err := e.Admit(nil, review, Options{})
+			resp, res, err := e.Admit(nil, review, o)
 			if err != nil {
 				t.Fatalf("admit: %v\n%s", err, review)
 			}
-			if again, _, _ := e.Admit(nil, review, Options{}); !bytes.Equal(resp, again) {
+			if again, _, _ := e.Admit(nil, review, o); !bytes.Equal(resp, again) {
 				t.Fatal("non-deterministic response")
+			}
+
+			// Same answer as the typed reference path, which knows nothing
+			// of the in-tree plugins: in a cluster, the same Pod once the
+			// API server has defaulted it and re-run its plugins.
+			refJSON, denied := referenceInject(t, pl, reviewObject(t, review), keep)
+			if denied {
+				if res.Decision != DecisionDeny || res.Reason != ReasonConflict || responsePatch(t, resp) != nil {
+					t.Fatalf("the Pod holds an object named like graft's: %v/%v, want deny/conflict\n%s", res.Decision, res.Reason, resp)
+				}
+				return
 			}
 			patched := applyResponse(t, review, resp)
 			var fast corev1.Pod
 			if err := json.Unmarshal(patched, &fast); err != nil {
 				t.Fatalf("patched object is not a Pod: %v", err)
 			}
-
-			// Same Pod as the typed reference path, which knows nothing of
-			// the in-tree plugins: in a cluster, the same once the API
-			// server has defaulted it and re-run its plugins.
-			refJSON := referenceInject(t, pl, reviewObject(t, review))
 			if cluster == nil {
 				var ref corev1.Pod
 				if err := json.Unmarshal(refJSON, &ref); err != nil {
@@ -405,7 +480,7 @@ func TestProperties(t *testing.T) {
 				}
 				assertSamePod(t, "fast path and reference", fast, ref)
 			} else {
-				checkInTreeRerun(t, e, pl, *cluster, reviewObject(t, review), patched, refJSON)
+				checkInTreeRerun(t, e, o, pl, *cluster, reviewObject(t, review), patched, refJSON)
 			}
 
 			// Nothing but graft's additions changed, byte-for-byte in meaning.
@@ -420,9 +495,12 @@ func TestProperties(t *testing.T) {
 
 			// Idempotent.
 			second := podReview(json.RawMessage(patched), "second")
-			if resp2, _, _ := e.Admit(nil, second, Options{}); responsePatch(t, resp2) != nil {
+			if resp2, _, _ := e.Admit(nil, second, o); responsePatch(t, resp2) != nil {
 				t.Fatalf("second admission patched again: %s", resp2)
 			}
+
+			checkUninject(t, reviewObject(t, review), patched)
+			checkUpgrades(t, e, o, patched)
 
 			// Reinvocation after each foreign mutator never duplicates,
 			// never undoes the foreign edit, and converges.
@@ -431,12 +509,16 @@ func TestProperties(t *testing.T) {
 				m.mutate(pod)
 				mutated, _ := json.Marshal(pod)
 				rv := podReview(json.RawMessage(mutated), "reinvoke")
-				after := decodeGeneric(t, applyResponse(t, rv, mustAdmit(t, e, rv, Options{})))
+				resp, res, err := e.Admit(nil, rv, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				after := decodeGeneric(t, applyResponse(t, rv, resp))
 				assertNoDuplicates(t, after)
-				m.check(t, after)
+				m.check(t, after, res, keep)
 				final, _ := json.Marshal(after)
 				rv3 := podReview(json.RawMessage(final), "third")
-				if resp3 := mustAdmit(t, e, rv3, Options{}); responsePatch(t, resp3) != nil {
+				if resp3 := mustAdmit(t, e, rv3, o); responsePatch(t, resp3) != nil {
 					t.Fatalf("%s: third call still patches: %s", m.name, responsePatch(t, resp3))
 				}
 			}
@@ -458,7 +540,7 @@ func assertSamePod(t *testing.T, what string, a, b corev1.Pod) {
 // with had graft not mirrored them (so graft never adds what they would
 // not), graft's answer is their fixed point whenever the first run showed
 // graft all it needed, and graft has nothing to add to the final Pod.
-func checkInTreeRerun(t *testing.T, e *Engine, pl *plan, m clusterModel, orig, patched, ref []byte) {
+func checkInTreeRerun(t *testing.T, e *Engine, o Options, pl *plan, m clusterModel, orig, patched, ref []byte) {
 	t.Helper()
 	settle := func(obj []byte) (corev1.Pod, []byte, bool) {
 		g := decodeGeneric(t, obj)
@@ -489,7 +571,7 @@ func checkInTreeRerun(t *testing.T, e *Engine, pl *plan, m clusterModel, orig, p
 			t.Fatal(err)
 		}
 		dropTokenMounts(&fast, func(name string) bool {
-			return pl.isOwn(name) && !slices.ContainsFunc(append(before.Spec.InitContainers, before.Spec.Containers...),
+			return planInjects(pl, name) && !slices.ContainsFunc(append(before.Spec.InitContainers, before.Spec.Containers...),
 				func(c corev1.Container) bool { return c.Name == name })
 		})
 	}
@@ -498,7 +580,7 @@ func checkInTreeRerun(t *testing.T, e *Engine, pl *plan, m clusterModel, orig, p
 		t.Fatalf("the in-tree re-run changed graft's answer, though the first run showed all it needed:\n%s", final)
 	}
 	rv := podReview(json.RawMessage(final), "settled")
-	if resp := mustAdmit(t, e, rv, Options{}); responsePatch(t, resp) != nil {
+	if resp := mustAdmit(t, e, rv, o); responsePatch(t, resp) != nil {
 		t.Fatalf("graft patches the settled Pod: %s", responsePatch(t, resp))
 	}
 }

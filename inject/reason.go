@@ -19,6 +19,10 @@ const (
 	// Deny or failure reasons.
 	ReasonInvalidParams
 	ReasonTemplateSelection
+	// ReasonConflict: the Pod holds a container, init container or volume
+	// named like one graft injects that graft did not inject, and the
+	// profile's onConflict is deny.
+	ReasonConflict
 	ReasonBudgetExceeded
 	ReasonOverload
 	ReasonInternal
@@ -38,6 +42,7 @@ var reasonNames = [numReasons]string{
 	ReasonNoTemplates:       "no-templates",
 	ReasonInvalidParams:     "invalid-params",
 	ReasonTemplateSelection: "template-selection",
+	ReasonConflict:          "conflict",
 	ReasonBudgetExceeded:    "budget-exceeded",
 	ReasonOverload:          "overload",
 	ReasonInternal:          "internal-error",

@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"testing"
@@ -10,11 +11,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// referenceInject is the slow, obvious way to inject: decode the whole Pod
-// into corev1 types, add what the plan adds, diff the two whole documents
-// with jsondiff and apply that patch. It exists only to check the fast
-// path: both must produce the same Pod.
-func referenceInject(t *testing.T, pl *plan, object []byte) []byte {
+// referenceInject is the slow, obvious way to inject a Pod that carries no
+// graft.dev/status graft can read: decode the whole Pod into corev1
+// types, leave out every template with an object the Pod already has
+// (keep) or refuse the Pod (denied), add what the plan adds, write the
+// status with encoding/json, diff the two whole documents with jsondiff
+// and apply that patch. It exists only to check the fast path: both must
+// produce the same Pod. Init containers are placed "first" (the only
+// placement the templates it is used with have).
+func referenceInject(t *testing.T, pl *plan, object []byte, keep bool) (patched []byte, denied bool) {
 	t.Helper()
 	var pod corev1.Pod
 	if err := json.Unmarshal(object, &pod); err != nil {
@@ -29,64 +34,107 @@ func referenceInject(t *testing.T, pl *plan, object []byte) []byte {
 			t.Fatalf("reference: %v", err)
 		}
 	}
-	has := func(name string) bool {
-		for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
-			if c.Name == name {
-				return true
-			}
-		}
-		return false
+	hasContainer := func(name string) bool {
+		return slices.ContainsFunc(append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...),
+			func(c corev1.Container) bool { return c.Name == name })
 	}
-	// Init containers: "first" placement (the only one the built-in agent uses).
+	hasVolume := func(name string) bool {
+		return slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == name })
+	}
+	skip := make([]bool, len(pl.tmpls))
+	for _, k := range []struct {
+		els   []element
+		taken func(string) bool
+	}{{pl.inits, hasContainer}, {pl.sidecars, hasContainer}, {pl.volumes, hasVolume}} {
+		for _, el := range k.els {
+			taken := k.taken(el.name)
+			if taken && !keep {
+				return nil, true
+			}
+			skip[el.tmpl] = skip[el.tmpl] || taken
+		}
+	}
+	st := Status{Version: 2}
+	entries := make([]TemplateStatus, len(pl.tmpls))
+	for i, tm := range pl.tmpls {
+		entries[i] = TemplateStatus{Name: tm.name, Revision: tm.revision, Digest: tm.digest}
+	}
 	var front []corev1.Container
 	for _, el := range pl.inits {
-		if !has(el.name) {
+		if !skip[el.tmpl] {
 			var c corev1.Container
 			decode(el.raw, &c)
 			front = append(front, c)
+			entries[el.tmpl].InitContainers = append(entries[el.tmpl].InitContainers, el.name)
 		}
 	}
 	pod.Spec.InitContainers = append(front, pod.Spec.InitContainers...)
 	for _, el := range pl.sidecars {
-		if !has(el.name) {
+		if !skip[el.tmpl] {
 			var c corev1.Container
 			decode(el.raw, &c)
 			pod.Spec.Containers = append(pod.Spec.Containers, c)
+			entries[el.tmpl].Containers = append(entries[el.tmpl].Containers, el.name)
 		}
 	}
 	for _, el := range pl.volumes {
-		if !slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == el.name }) {
+		if !skip[el.tmpl] {
 			var v corev1.Volume
 			decode(el.raw, &v)
 			pod.Spec.Volumes = append(pod.Spec.Volumes, v)
+			entries[el.tmpl].Volumes = append(entries[el.tmpl].Volumes, el.name)
 		}
 	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		if pl.isOwn(c.Name) {
-			continue
+		if slices.ContainsFunc(pl.sidecars, func(el element) bool { return el.name == c.Name && !skip[el.tmpl] }) {
+			continue // one the reference just added
+		}
+		edit := func(tmpl int) *AppEdits {
+			e := &entries[tmpl]
+			if e.AppContainers == nil {
+				e.AppContainers = map[string]AppEdits{}
+			}
+			a := e.AppContainers[c.Name]
+			return &a
 		}
 		for _, el := range pl.appEnv {
-			if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == el.name }) {
+			if !skip[el.tmpl] && !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == el.name }) {
 				var ev corev1.EnvVar
 				decode(el.raw, &ev)
 				c.Env = append(c.Env, ev)
+				a := edit(el.tmpl)
+				a.Env = append(a.Env, el.name)
+				entries[el.tmpl].AppContainers[c.Name] = *a
 			}
 		}
 		for _, el := range pl.appMount {
-			if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == el.name || m.MountPath == el.mountPath }) {
+			if !skip[el.tmpl] && !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == el.name || m.MountPath == el.mountPath }) {
 				var m corev1.VolumeMount
 				decode(el.raw, &m)
 				c.VolumeMounts = append(c.VolumeMounts, m)
+				a := edit(el.tmpl)
+				a.VolumeMounts = append(a.VolumeMounts, el.name)
+				entries[el.tmpl].AppContainers[c.Name] = *a
 			}
 		}
 	}
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	var status string
-	decode(pl.status.raw, &status)
-	pod.Annotations[annotationStatus] = status
+	for i, e := range entries {
+		if !skip[i] {
+			st.Injected = append(append(st.Injected, e.InitContainers...), e.Containers...)
+			st.Templates = append(st.Templates, e)
+		}
+	}
+	var status bytes.Buffer
+	enc := json.NewEncoder(&status)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(st); err != nil {
+		t.Fatal(err)
+	}
+	pod.Annotations[annotationStatus] = string(bytes.TrimSpace(status.Bytes()))
 	desired, err := json.Marshal(&pod)
 	if err != nil {
 		t.Fatal(err)
@@ -107,5 +155,5 @@ func referenceInject(t *testing.T, pl *plan, object []byte) []byte {
 	if err != nil {
 		t.Fatalf("reference: apply: %v", err)
 	}
-	return out
+	return out, false
 }

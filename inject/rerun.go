@@ -178,10 +178,16 @@ func spliceIntoMounts(sc *scanner) (tokenSplice, error) {
 	return tokenSplice{ok: true, at: at, end: at, pre: pre, post: []byte(tokenMountPost)}, nil
 }
 
-// appendElement appends el's JSON as this request injects it: with the
-// LimitRange defaults the Pod's namespace applies (rare, see limitrange.go)
-// or with the token mount spliced in, or as rendered.
+// appendElement appends el's JSON as this request injects it: the status
+// this request writes, a container with the LimitRange defaults the Pod's
+// namespace applies (rare, see limitrange.go) or with the token mount
+// spliced in, or as rendered.
 func (s *scratch) appendElement(dst []byte, el *element) []byte {
+	if el.tmpl < 0 {
+		dst = append(dst, '"')
+		dst = append(dst, s.statusOut...)
+		return append(dst, '"')
+	}
 	if s.resourced != nil {
 		if raw := s.resourced[el.ref]; raw != nil {
 			return append(dst, raw...)

@@ -60,10 +60,40 @@ func (w *responseWriter) warn(parts ...string) {
 	}
 	w.warnings++
 	w.dst = append(w.dst, '"')
+	start := len(w.dst)
 	for _, p := range parts {
 		w.dst = appendEscaped(w.dst, p)
 	}
+	w.dst = cutWarning(w.dst, start)
 	w.dst = append(w.dst, '"')
+}
+
+// cutWarning cuts the escaped warning text dst[start:] to maxWarning
+// characters (an escape sequence or a UTF-8 sequence is one), marking the
+// cut, as shortWarning does for the plan's warnings.
+func cutWarning(dst []byte, start int) []byte {
+	if len(dst)-start <= maxWarning {
+		return dst
+	}
+	i, n := start, 0
+	for i < len(dst) && n < maxWarning-1 {
+		switch c := dst[i]; {
+		case c == '\\' && i+1 < len(dst) && dst[i+1] == 'u':
+			i += 6
+		case c == '\\':
+			i += 2
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			_, size := utf8.DecodeRune(dst[i:])
+			i += size
+		}
+		n++
+	}
+	if i >= len(dst) {
+		return dst
+	}
+	return append(dst[:i], "…"...)
 }
 
 // warnRaw appends a warning that is already a quoted JSON string.
@@ -102,29 +132,33 @@ func appendJSONString(dst []byte, s string) []byte {
 // appendEscaped appends s escaped as JSON string content; invalid UTF-8
 // becomes U+FFFD.
 func appendEscaped(dst []byte, s string) []byte {
+	plain := 0 // s[plain:i] needs no escaping: appended in one go
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				dst = append(dst, '\\', c)
-			case c < 0x20:
-				dst = appendControl(dst, c)
-			default:
-				dst = append(dst, c)
-			}
+		if c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
 			i++
 			continue
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
-			dst = append(dst, `\ufffd`...)
-		} else {
-			dst = append(dst, s[i:i+n]...)
+		dst = append(dst, s[plain:i]...)
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+			i++
+		case c < 0x20:
+			dst = appendControl(dst, c)
+			i++
+		default:
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				dst = append(dst, `\ufffd`...)
+			} else {
+				dst = append(dst, s[i:i+n]...)
+			}
+			i += n
 		}
-		i += n
+		plain = i
 	}
-	return dst
+	return append(dst, s[plain:]...)
 }
 
 func appendControl(dst []byte, c byte) []byte {

@@ -11,6 +11,32 @@ type scratch struct {
 	inserts []insert
 	notices []notice
 	refsBuf []int
+	// cur is the Pod's graft.dev/status as read and curValue its value,
+	// unescaped: a cached entry (recordCache), or rec and statusIn, this
+	// scratch's own. curCanonical: graft writes cur, with nothing added,
+	// as the bytes the request carries. hasStatus: the Pod has the
+	// annotation.
+	cur          *record
+	curValue     []byte
+	curCanonical bool
+	rec          record
+	statusIn     []byte
+	hasStatus    bool
+	// statusOut is the status to write, merged from rec and this
+	// request's additions (appendRecord), escaped as JSON string content;
+	// statusTmp is its value when it must be compared unescaped.
+	statusOut, statusTmp []byte
+	// skipped and added are indexed by plan template and element ref:
+	// templates left out for a conflict, elements this request adds.
+	skipped, added []bool
+	addedAny       bool
+	conflict       conflict
+	// out, appNames, slots and order are appendRecord's and the
+	// placement check's working lists.
+	out      []outEntry
+	appNames []string
+	slots    []slot
+	order    []int
 	// planKey and shapeKey build the plan and shape cache keys.
 	planKey  []byte
 	shapeKey []byte
@@ -30,6 +56,14 @@ func (s *scratch) reset() {
 	s.inserts = s.inserts[:0]
 	s.notices = s.notices[:0]
 	s.refsBuf = s.refsBuf[:0]
+	s.rec.reset()
+	s.cur, s.curValue, s.curCanonical = nil, nil, false
+	s.statusIn, s.statusOut, s.statusTmp = s.statusIn[:0], s.statusOut[:0], s.statusTmp[:0]
+	s.hasStatus = false
+	s.skipped, s.added, s.addedAny = s.skipped[:0], s.added[:0], false
+	s.conflict = conflict{}
+	s.out, s.appNames = s.out[:0], s.appNames[:0]
+	s.slots, s.order = s.slots[:0], s.order[:0]
 	s.planKey = s.planKey[:0]
 	s.shapeKey = s.shapeKey[:0]
 	s.patch = s.patch[:0]

@@ -17,8 +17,11 @@ import (
 // b2s views b as a string without copying. Sound because the engine only
 // reads the request body, and only during a call: nothing writes to b
 // while the string lives, and what the caches keep past the call is
-// copied (keys by string(key), annotation values by strings.Clone;
-// template names come from the template set).
+// copied (keys by string(key), annotation values by strings.Clone, a
+// status value into its readStatus, whose bytes nothing writes again;
+// template names come from the template set). The scratch's status
+// buffers it views are only appended to while the views live, and reset
+// between requests.
 func b2s(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // s2b views s as bytes without copying. Sound because it is only given

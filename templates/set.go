@@ -106,6 +106,7 @@ func Parse(file string, data []byte) (*Template, error) {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	t.File = file
+	t.Source = append([]byte(nil), data...)
 	if err := t.init(); err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}

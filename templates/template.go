@@ -30,7 +30,10 @@ type Template struct {
 
 	// File is where the template came from, for messages.
 	File string `json:"-"`
-	tmpl *template.Template
+	// Source is the file's bytes as read: the engine's content digest
+	// (graft.dev/status) covers them.
+	Source []byte `json:"-"`
+	tmpl   *template.Template
 }
 
 // Param looks up a declared parameter.

@@ -102,6 +102,8 @@ func goldenConfigFile(t *testing.T, dir string) string {
 	cfg.Profiles["hostnet"] = inject.Profile{Templates: []string{"agent"}, InjectHostNetwork: true}
 	cfg.Profiles["classic"] = inject.Profile{Templates: []string{"classic-sidecar"}}
 	cfg.Profiles["token-aware"] = inject.Profile{Templates: []string{"token-aware", "agent"}}
+	cfg.Profiles["keep"] = inject.Profile{Templates: []string{"agent"}, OnConflict: inject.ConflictKeep}
+	cfg.Profiles["keep-otel-agent-log-shipper"] = inject.Profile{Templates: []string{"otel-agent", "log-shipper"}, OnConflict: inject.ConflictKeep}
 	fixtures, err := filepath.Abs("../../inject/testdata/templates")
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +140,13 @@ func TestInjectMatchesGoldenCorpus(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(in), ".in.json")
 		var c struct {
 			Profile string `json:"profile"`
-			Review  struct {
+			// Prepare: the case's object is the review's, injected with
+			// Prepare.Profile, then Prepare.Patch applied.
+			Prepare *struct {
+				Profile string          `json:"profile"`
+				Patch   json.RawMessage `json:"patch"`
+			} `json:"prepare"`
+			Review struct {
 				Request struct {
 					Namespace   string                `json:"namespace"`
 					Operation   string                `json:"operation"`
@@ -169,6 +177,26 @@ func TestInjectMatchesGoldenCorpus(t *testing.T) {
 				// The API server refuses such a request before admission;
 				// graft inject refuses such a manifest (see inject_errors).
 				t.Skipf("object namespace %q differs from the request's %q", meta.Metadata.Namespace, req.Namespace)
+			}
+			if c.Prepare != nil {
+				first := filepath.Join(dir, "prepare-"+name+".json")
+				if err := os.WriteFile(first, req.Object, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				prepArgs := []string{"inject", "-f", first, "--config", config, "-n", req.Namespace, "-o", "json"}
+				if c.Prepare.Profile != "" {
+					prepArgs = append(prepArgs, "--profile", c.Prepare.Profile)
+				}
+				req.Object = runGraft(t, prepArgs...)
+				if len(c.Prepare.Patch) > 0 {
+					p, err := jsonpatch.DecodePatch(c.Prepare.Patch)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if req.Object, err = p.Apply(req.Object); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
 			podYAML, err := yaml.JSONToYAML(req.Object)
 			if err != nil {

@@ -306,6 +306,15 @@ func TestSameResultAsGraft(t *testing.T) {
 			if err := json.Unmarshal(theirs, &b); err != nil {
 				t.Fatal(err)
 			}
+			// graft's status records what graft added to this very Pod
+			// (per template, per app container), which a conventional
+			// webhook does not track; the peer writes graft's earlier,
+			// constant status. Both must carry one; the rest is the same.
+			if _, err := inject.ParseStatus(b.Annotations[statusAnnotation]); err != nil || a.Annotations[statusAnnotation] == "" {
+				t.Fatalf("status: graft %q (%v), conventional %q", b.Annotations[statusAnnotation], err, a.Annotations[statusAnnotation])
+			}
+			delete(a.Annotations, statusAnnotation)
+			delete(b.Annotations, statusAnnotation)
 			if !equality.Semantic.DeepEqual(a, b) {
 				aj, _ := json.Marshal(a)
 				bj, _ := json.Marshal(b)

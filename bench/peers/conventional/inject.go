@@ -89,7 +89,7 @@ func newInjectorFrom(parts []part) (*injector, error) {
 		}
 		in.inits[p.placement] = append(in.inits[p.placement], placed...)
 	}
-	// The same status graft writes, so both answers carry the same bytes.
+	// graft's version 1 status: the same for every Pod of the profile.
 	status, err := json.Marshal(struct {
 		Templates      []string `json:"templates"`
 		Containers     []string `json:"containers,omitempty"`

@@ -1,0 +1,53 @@
+package inject
+
+// noticeKind says what a warning reports.
+type noticeKind uint8
+
+const (
+	// noticeConflict: a template left out under onConflict: keep.
+	noticeConflict noticeKind = iota
+	// noticeRestart: restartPolicy: Always restored on graft's sidecar.
+	noticeRestart
+	// noticeMoved: graft's sidecar moved back to its placement.
+	noticeMoved
+	// noticeText: a message written in full (the rare paths' own).
+	noticeText
+)
+
+// notice is a warning to return. Its strings alias the request or the
+// plan; they are escaped when written.
+type notice struct {
+	kind     noticeKind
+	object   string // conflict: "container", "init container" or "volume"
+	name     string
+	template string // conflict: the template left out; moved: the placement
+}
+
+// writeNotice appends n as a warning.
+func (w *responseWriter) writeNotice(n *notice) {
+	switch n.kind {
+	case noticeConflict:
+		w.warn("graft: template ", n.template, " not injected: the Pod already has ", n.object, ` "`, n.name,
+			`", which graft did not inject`)
+	case noticeRestart:
+		w.warn(`graft: restored restartPolicy: Always on its sidecar "`, n.name, `", which a later admission step removed`)
+	case noticeMoved:
+		w.warn(`graft: moved its sidecar "`, n.name, `" back to placement `, n.template, ", which a later admission step changed")
+	default:
+		w.warn(n.name)
+	}
+}
+
+// conflictMessage is the deny message for c under profile ps.
+func conflictMessage(dst []byte, c conflict, pl *plan, profile string) []byte {
+	tmpl := pl.tmpls[c.tmpl].name
+	dst = append(dst, "Pod already has "...)
+	dst = append(dst, c.object...)
+	dst = append(dst, ` "`...)
+	dst = append(dst, c.name...)
+	dst = append(dst, `", which graft did not inject; rename it, or set onConflict: keep in profile "`...)
+	dst = append(dst, profile...)
+	dst = append(dst, `" to admit such Pods without `...)
+	dst = append(dst, tmpl...)
+	return dst
+}

@@ -1,0 +1,410 @@
+package inject
+
+import (
+	"errors"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// record is graft.dev/status as the request path reads it: every string is
+// raw JSON string content (still escaped) viewing the unescaped annotation
+// value held in scratch.statusIn, and the slices are reused across
+// requests, so reading a status allocates nothing. ParseStatus turns it
+// into the public Status.
+type record struct {
+	// version is 1 or 2 once parsed; 0 when the Pod has no status or it
+	// could not be read (then graft owns nothing in the Pod).
+	version int
+	entries []recEntry
+	// names backs every list of the record; apps the appContainers maps.
+	names []string
+	apps  []recApp
+	// injected is the record's own flat list (graft recomputes it when
+	// writing; audit compares it with the templates' lists).
+	injected span
+	// legacy holds a version 1 record's container, init container and
+	// volume names, which version 1 did not attribute to templates.
+	legacy [numKinds]span
+	// plain: the text parsed holds no backslash and no control byte, so
+	// its strings need no validContent check.
+	plain bool
+}
+
+// listKind indexes a template entry's lists, in the order they are written.
+type listKind uint8
+
+const (
+	kInits listKind = iota
+	kContainers
+	kVolumes
+	kSecrets
+	kAnnotations
+	kLabels
+	numKinds
+)
+
+var kindKeys = [numKinds]string{"initContainers", "containers", "volumes", "imagePullSecrets", "annotations", "labels"}
+
+// kindHeads open each list when written (escaped, see appendRecord).
+var kindHeads = [numKinds]string{`,\"initContainers\":[`, `,\"containers\":[`, `,\"volumes\":[`,
+	`,\"imagePullSecrets\":[`, `,\"annotations\":[`, `,\"labels\":[`}
+
+// span is a range of record.names or record.apps.
+type span struct{ from, to int }
+
+type recEntry struct {
+	name, revision, digest string
+	lists                  [numKinds]span
+	apps                   span
+}
+
+// recApp is what graft added to one app container: env var names and
+// volume mounts (by volume name).
+type recApp struct {
+	name        string
+	env, mounts span
+}
+
+func (r *record) reset() {
+	*r = record{entries: r.entries[:0], names: r.names[:0], apps: r.apps[:0]}
+}
+
+func (r *record) list(sp span) []string { return r.names[sp.from:sp.to] }
+
+// find returns the index of the entry for template name, or -1.
+func (r *record) find(name string) int {
+	for i := range r.entries {
+		if r.entries[i].name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// owns reports whether the record names name in a list of kind k (for
+// containers, either container list: a name is one container either way).
+func (r *record) owns(k listKind, name string) bool {
+	for i := range r.entries {
+		e := &r.entries[i]
+		if k == kInits || k == kContainers {
+			if contains(r.list(e.lists[kInits]), name) || contains(r.list(e.lists[kContainers]), name) {
+				return true
+			}
+			continue
+		}
+		if contains(r.list(e.lists[k]), name) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasLegacy reports whether a version 1 record names anything: such a Pod
+// is upgraded, since version 1 cannot say which template added what.
+func (r *record) hasLegacy() bool {
+	if r.version != 1 {
+		return false
+	}
+	if len(r.entries) > 0 {
+		return true
+	}
+	for _, sp := range r.legacy {
+		if sp.to > sp.from {
+			return true
+		}
+	}
+	return false
+}
+
+var errStatus = errors.New("not a graft.dev/status record")
+
+// parse reads a status value (the annotation's value, unescaped: JSON).
+// Version 2 is {"version":2,"injected":[...],"templates":[{...}]};
+// version 1, without a version, lists template names and the container,
+// init container and volume names of all templates together. Unknown keys
+// are skipped, so a later graft may add some.
+func (r *record) parse(s string, plain bool) error {
+	r.reset()
+	r.plain = plain
+	sc := scanner{s: s}
+	if sc.peek() != '{' {
+		return errStatus
+	}
+	version, objects, strs := 0, false, false
+	err := eachKey(&sc, func(k string) error {
+		switch k {
+		case "version":
+			n, err := sc.digit()
+			version = n
+			return err
+		case "injected":
+			return r.strings(&sc, &r.injected)
+		case "templates":
+			r.entries = r.entries[:0]
+			if sc.isNull() {
+				return nil
+			}
+			return eachElem(&sc, func() error {
+				if sc.peek() == '"' {
+					strs = true
+					name, err := r.str(&sc)
+					if err == nil && name == "" {
+						err = errStatus
+					}
+					r.entries = append(r.entries, recEntry{name: name})
+					return err
+				}
+				objects = true
+				return r.entry(&sc)
+			})
+		case "initContainers":
+			return r.strings(&sc, &r.legacy[kInits])
+		case "containers":
+			return r.strings(&sc, &r.legacy[kContainers])
+		case "volumes":
+			return r.strings(&sc, &r.legacy[kVolumes])
+		}
+		return sc.skip()
+	})
+	if err == nil {
+		sc.ws()
+		if sc.i != len(sc.s) {
+			err = errStatus
+		}
+	}
+	switch {
+	case err != nil:
+	case version == 0 && !objects:
+		version = 1
+	case version == 2 && !strs:
+		r.legacy = [numKinds]span{}
+	default:
+		err = errStatus
+	}
+	if err != nil {
+		r.reset()
+		return errStatus
+	}
+	r.version = version
+	return nil
+}
+
+// entry reads one version 2 template entry.
+func (r *record) entry(sc *scanner) error {
+	var e recEntry
+	err := eachKey(sc, func(k string) error {
+		var err error
+		switch k {
+		case "name":
+			e.name, err = r.str(sc)
+		case "revision":
+			e.revision, err = r.str(sc)
+		case "digest":
+			e.digest, err = r.str(sc)
+		case "appContainers":
+			from := len(r.apps)
+			err = eachKey(sc, func(c string) error {
+				if !r.plain && !validContent(c) {
+					return errStatus
+				}
+				a := recApp{name: c}
+				err := eachKey(sc, func(k string) error {
+					switch k {
+					case "env":
+						return r.strings(sc, &a.env)
+					case "volumeMounts":
+						return r.strings(sc, &a.mounts)
+					}
+					return sc.skip()
+				})
+				r.apps = append(r.apps, a)
+				return err
+			})
+			e.apps = span{from, len(r.apps)}
+		default:
+			for i, key := range kindKeys {
+				if k == key {
+					return r.strings(sc, &e.lists[i])
+				}
+			}
+			err = sc.skip()
+		}
+		return err
+	})
+	if err == nil && e.name == "" {
+		err = errStatus
+	}
+	r.entries = append(r.entries, e)
+	return err
+}
+
+// strings reads a list of strings (or null) into names.
+func (r *record) strings(sc *scanner, sp *span) error {
+	from := len(r.names)
+	*sp = span{from, from}
+	if sc.isNull() {
+		return nil
+	}
+	err := eachElem(sc, func() error {
+		s, err := r.str(sc)
+		r.names = append(r.names, s)
+		return err
+	})
+	sp.to = len(r.names)
+	return err
+}
+
+// str reads a string whose content is valid JSON string content: it is
+// written back as it is.
+func (r *record) str(sc *scanner) (string, error) {
+	s, _, err := sc.str()
+	if err != nil || !r.plain && !validContent(s) {
+		return "", errStatus
+	}
+	return s, nil
+}
+
+// digit reads a one-digit number: the record's version.
+func (sc *scanner) digit() (int, error) {
+	c := sc.peek()
+	if c < '0' || c > '9' {
+		return 0, errSyntax
+	}
+	sc.i++
+	if sc.i < len(sc.s) && (sc.s[sc.i] >= '0' && sc.s[sc.i] <= '9' || sc.s[sc.i] == '.' || sc.s[sc.i] == 'e' || sc.s[sc.i] == 'E') {
+		return 0, errSyntax
+	}
+	return int(c - '0'), nil
+}
+
+// isPlain reports whether s is ASCII without backslashes or control
+// bytes: every string in such a text is valid JSON string content.
+func isPlain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// validContent reports whether raw is valid JSON string content: no
+// control bytes, valid UTF-8, and only the escapes JSON defines.
+func validContent(raw string) bool {
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case c < 0x20:
+			return false
+		case c >= utf8.RuneSelf:
+			r, n := utf8.DecodeRuneInString(raw[i:])
+			if r == utf8.RuneError && n == 1 {
+				return false
+			}
+			i += n - 1
+		case c == '\\':
+			if i+1 >= len(raw) {
+				return false
+			}
+			switch raw[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i++
+			case 'u':
+				if i+6 > len(raw) || !isHex4(raw[i+2:i+6]) {
+					return false
+				}
+				i += 5
+			default:
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isHex4(s string) bool {
+	for i := 0; i < 4; i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// appendUnescaped appends the value of raw JSON string content, and
+// reports whether that value is plain (see isPlain). It fails on escapes
+// JSON does not define.
+func appendUnescaped(dst []byte, raw string) ([]byte, bool, error) {
+	plain := true
+	for i := 0; i < len(raw); {
+		j := i
+		for j < len(raw) && raw[j] != '\\' {
+			plain = plain && raw[j] >= 0x20 && raw[j] < utf8.RuneSelf
+			j++
+		}
+		dst = append(dst, raw[i:j]...)
+		if j == len(raw) {
+			break
+		}
+		if j+1 >= len(raw) {
+			return dst, false, errStatus
+		}
+		i = j + 2
+		switch e := raw[j+1]; e {
+		case '"', '/':
+			dst = append(dst, e)
+		case '\\':
+			dst, plain = append(dst, e), false
+		case 'b', 'f', 'n', 'r', 't':
+			dst, plain = append(dst, "\b\f\n\r\t"[strings.IndexByte("bfnrt", e)]), false
+		case 'u':
+			r, n, ok := readU(raw[j:])
+			if !ok {
+				return dst, false, errStatus
+			}
+			dst = utf8.AppendRune(dst, r)
+			plain = plain && r >= 0x20 && r != '\\'
+			i = j + n
+		default:
+			return dst, false, errStatus
+		}
+	}
+	return dst, plain, nil
+}
+
+// readU reads \uXXXX at the start of s, joining a surrogate pair, and
+// returns the rune and how many bytes it took.
+func readU(s string) (rune, int, bool) {
+	if len(s) < 6 || !isHex4(s[2:6]) {
+		return 0, 0, false
+	}
+	r := rune(hex4(s[2:6]))
+	if utf16.IsSurrogate(r) && len(s) >= 12 && s[6] == '\\' && s[7] == 'u' && isHex4(s[8:12]) {
+		if pair := utf16.DecodeRune(r, rune(hex4(s[8:12]))); pair != utf8.RuneError {
+			return pair, 12, true
+		}
+	}
+	if utf16.IsSurrogate(r) {
+		r = utf8.RuneError
+	}
+	return r, 6, true
+}
+
+func hex4(s string) uint16 {
+	var v uint16
+	for i := 0; i < 4; i++ {
+		c := s[i]
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c >= 'a':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		v = v<<4 | uint16(c)
+	}
+	return v
+}
