@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // FailureMode says how a profile answers when graft cannot inject: the
@@ -48,10 +51,17 @@ type Profile struct {
 	// InjectHostNetwork injects into hostNetwork Pods too (default: skip them,
 	// since a proxy or port-binding agent would share the node's network).
 	InjectHostNetwork bool `json:"injectHostNetwork,omitempty"`
+	// PodRevision lets a Pod's own graft.dev/rev label choose its revision
+	// or tag, overriding its namespace's (default: the namespace decides).
+	PodRevision bool `json:"podRevision,omitempty"`
 }
 
 // Config is the engine's configuration.
 type Config struct {
+	// Revision names the revision this configuration is (label values
+	// graft.dev/rev select it; graft.dev/status records it). Defaults to
+	// DefaultRevision.
+	Revision string `json:"revision,omitempty"`
 	// DefaultProfile is served on /inject. Defaults to "enabled".
 	DefaultProfile string `json:"defaultProfile,omitempty"`
 	// Profiles by name.
@@ -60,6 +70,10 @@ type Config struct {
 	// Defaults to kube-system, kube-public and kube-node-lease.
 	ExcludedNamespaces []string `json:"excludedNamespaces,omitempty"`
 }
+
+// DefaultRevision is the name of a configuration's revision when it
+// names none.
+const DefaultRevision = "default"
 
 // ErrConfig marks an invalid configuration.
 var ErrConfig = errors.New("invalid configuration")
@@ -74,11 +88,17 @@ func (c Config) Defaulted() (Config, error) {
 
 // defaults fills in defaults and validates c, without templates.
 func (c *Config) defaults() error {
+	if c.Revision == "" {
+		c.Revision = DefaultRevision
+	}
 	if c.DefaultProfile == "" {
 		c.DefaultProfile = "enabled"
 	}
 	if c.ExcludedNamespaces == nil {
 		c.ExcludedNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
+	}
+	if err := checkName(c.Revision); err != nil {
+		return fmt.Errorf("%w: revision: %w", ErrConfig, err)
 	}
 	if len(c.Profiles) == 0 {
 		return fmt.Errorf("%w: no profiles", ErrConfig)
@@ -117,6 +137,15 @@ func (p *Profile) defaults() error {
 	}
 	if dup := firstDuplicate(p.Templates); dup != "" {
 		return fmt.Errorf("template %q listed twice", dup)
+	}
+	return nil
+}
+
+// checkName accepts a revision or tag name: a DNS-1123 label, since it is
+// the value of the label graft.dev/rev and part of webhook names.
+func checkName(name string) error {
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		return fmt.Errorf("%q is not a valid name: %s", name, strings.Join(errs, "; "))
 	}
 	return nil
 }

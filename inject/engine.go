@@ -44,5 +44,8 @@ func WithClock(now func() time.Time) EngineOption { return func(e *Engine) { e.n
 // Profiles returns the configured profile names, sorted.
 func (e *Engine) Profiles() []string { return slices.Clone(e.impl.profileNames) }
 
+// Revision returns the name of the revision this engine serves.
+func (e *Engine) Revision() string { return e.cfg.Revision }
+
 // DefaultProfile returns the profile served on /inject.
 func (e *Engine) DefaultProfile() string { return e.cfg.DefaultProfile }
