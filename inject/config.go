@@ -97,7 +97,7 @@ func (c *Config) defaults() error {
 	if c.ExcludedNamespaces == nil {
 		c.ExcludedNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
 	}
-	if err := checkName(c.Revision); err != nil {
+	if err := CheckName(c.Revision); err != nil {
 		return fmt.Errorf("%w: revision: %w", ErrConfig, err)
 	}
 	if len(c.Profiles) == 0 {
@@ -141,9 +141,9 @@ func (p *Profile) defaults() error {
 	return nil
 }
 
-// checkName accepts a revision or tag name: a DNS-1123 label, since it is
+// CheckName accepts a revision or tag name: a DNS-1123 label, since it is
 // the value of the label graft.dev/rev and part of webhook names.
-func checkName(name string) error {
+func CheckName(name string) error {
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
 		return fmt.Errorf("%q is not a valid name: %s", name, strings.Join(errs, "; "))
 	}

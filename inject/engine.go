@@ -22,6 +22,9 @@ var (
 type Options struct {
 	// Profile selects the profile; empty means the default profile.
 	Profile string
+	// Revision names the revision or tag (Revisions only; an Engine serves
+	// one revision); empty means the default revision.
+	Revision string
 	// Deadline, when not zero, bounds the work: past it the engine stops
 	// and answers per the profile's failure mode (ReasonBudgetExceeded).
 	Deadline time.Time

@@ -1,0 +1,112 @@
+package inject
+
+import (
+	"testing"
+
+	"github.com/graftdev/graft/bench/corpus"
+	"github.com/graftdev/graft/templates"
+)
+
+// benchRevisions serves DefaultConfig as two identical revisions, a
+// canary tag splitting them 10/90, and the default profile with
+// podRevision in a third tag's revisions: what selection costs, apart from
+// the engine, is the only difference between the cases.
+func benchRevisions(tb testing.TB) *Revisions {
+	tb.Helper()
+	set, err := templates.Builtin()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rev := func(name string, podRevision bool) RevisionConfig {
+		cfg := DefaultConfig()
+		cfg.Revision = name
+		p := cfg.Profiles[cfg.DefaultProfile]
+		p.PodRevision = podRevision
+		cfg.Profiles[cfg.DefaultProfile] = p
+		return RevisionConfig{Config: cfg, Templates: set}
+	}
+	return newTestRevisions(tb, RevisionsConfig{
+		Revisions: []RevisionConfig{rev("default", false), rev("next", false), rev("pod", true)},
+		Tags: []TagConfig{
+			{Name: "canary", Split: []Share{{Revision: "next", Percent: 10}, {Revision: "default", Percent: 90}}},
+		},
+	})
+}
+
+// revisionPaths are the ways a request reaches an engine, cheapest first.
+var revisionPaths = []struct {
+	name string
+	opts Options
+}{
+	{"revision", Options{Revision: "next"}},      // named directly: no scan
+	{"split", Options{Revision: "canary"}},       // a split tag: scan and hash
+	{"podRevision", Options{Revision: "pod"}},    // a profile that lets the Pod choose: scan
+	{"default", Options{}},                       // no route: the default revision
+	{"engine", Options{Revision: "bare engine"}}, // Engine.Admit itself, for the baseline
+}
+
+// BenchmarkRevisionsAdmit is BenchmarkAdmit/small through each selection
+// path and through the bare Engine, in one run so they compare on one
+// machine state (benchstat the engine and split lines).
+func BenchmarkRevisionsAdmit(b *testing.B) {
+	r := benchRevisions(b)
+	body := corpus.Review(corpus.Small)
+	for _, p := range revisionPaths {
+		admit := r.Admit
+		if p.name == "engine" {
+			admit = r.Engine("default").Admit
+		}
+		b.Run(p.name+"/small", func(b *testing.B) {
+			dst, _, err := admit(make([]byte, 0, 64<<10), body, p.opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if dst, _, err = admit(dst[:0], body, p.opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestRevisionsZeroAllocs: selection allocates nothing on any path, so
+// BenchmarkAdmit's zero holds through the layer.
+func TestRevisionsZeroAllocs(t *testing.T) {
+	r := benchRevisions(t)
+	for _, body := range [][]byte{corpus.Review(corpus.Small), corpus.Review(corpus.Skip), corpus.Review(corpus.Large)} {
+		for _, p := range revisionPaths[:4] {
+			var dst []byte
+			admit := func() {
+				var err error
+				if dst, _, err = r.Admit(dst[:0], body, p.opts); err != nil {
+					t.Fatal(err)
+				}
+			}
+			admit()
+			if got := testing.AllocsPerRun(100, admit); got != 0 {
+				t.Errorf("%s: %v allocations per admission, want 0", p.name, got)
+			}
+		}
+	}
+}
+
+// BenchmarkScanRouting is the read selection adds on a split or
+// podRevision path, alone.
+func BenchmarkScanRouting(b *testing.B) {
+	for _, name := range []string{corpus.Small, corpus.Large} {
+		body := b2s(corpus.Review(name))
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			var rt routing
+			for b.Loop() {
+				if err := scanRouting(body, &rt); err != nil {
+					b.Fatal(err)
+				}
+				_ = rt.bucket()
+			}
+		})
+	}
+}
