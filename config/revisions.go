@@ -95,14 +95,14 @@ func (f *File) checkRevisions(file string, root *yamlv3.Node) error {
 		case (t.Revision == "") == (len(t.Split) == 0):
 			return fail(path, "give either revision or split")
 		case t.Revision != "" && !isRevision(t.Revision):
-			return fail(append(path, "revision"), "no revision %q (revisions: %s)", t.Revision, strings.Join(f.revisionNames(), ", "))
+			return fail(append(path, "revision"), "no revision %q (revisions: %s)", t.Revision, strings.Join(f.RevisionNames(), ", "))
 		}
 		total := 0
 		for i, s := range t.Split {
 			at := append(slices.Clone(path), fmt.Sprintf("split[%d]", i))
 			switch {
 			case !isRevision(s.Revision):
-				return fail(append(at, "revision"), "no revision %q (revisions: %s)", s.Revision, strings.Join(f.revisionNames(), ", "))
+				return fail(append(at, "revision"), "no revision %q (revisions: %s)", s.Revision, strings.Join(f.RevisionNames(), ", "))
 			case slices.ContainsFunc(t.Split[:i], func(o Share) bool { return o.Revision == s.Revision }):
 				return fail(append(at, "revision"), "revision %q is already in this split", s.Revision)
 			case s.Percent < 0 || s.Percent > 100:
@@ -122,9 +122,60 @@ func (f *File) checkRevisions(file string, root *yamlv3.Node) error {
 	return nil
 }
 
-// revisionNames lists the top level's revision, then the others sorted.
-func (f *File) revisionNames() []string {
+// RevisionNames lists the top level's revision, then the others sorted.
+func (f *File) RevisionNames() []string {
 	return append([]string{f.topRevision()}, slices.Sorted(maps.Keys(f.Revisions))...)
+}
+
+// TagNames lists the tags, sorted.
+func (f *File) TagNames() []string { return slices.Sorted(maps.Keys(f.Tags)) }
+
+// EngineConfig returns the engine configuration of a revision: the top
+// level's, or a revision's with what it leaves out taken from the top
+// level. False for a name that is not a revision.
+func (f *File) EngineConfig(revision string) (inject.Config, bool) {
+	if revision == f.topRevision() {
+		top := f.Config
+		top.Revision = revision
+		return top, true
+	}
+	r, ok := f.Revisions[revision]
+	if !ok {
+		return inject.Config{}, false
+	}
+	cfg := inject.Config{
+		Revision:           revision,
+		DefaultProfile:     cmp.Or(r.DefaultProfile, f.DefaultProfile),
+		Profiles:           maps.Clone(f.Profiles),
+		ExcludedNamespaces: f.ExcludedNamespaces,
+	}
+	maps.Copy(cfg.Profiles, r.Profiles)
+	return cfg, true
+}
+
+// Targets returns the revisions a graft.dev/rev value serves from: a
+// revision itself, or a tag's revisions with a share above 0; nil for an
+// unknown name. An empty name is the default revision's.
+func (f *File) Targets(name string) []string {
+	if name == "" {
+		name = cmp.Or(f.DefaultRevision, f.topRevision())
+	}
+	t, ok := f.Tags[name]
+	switch {
+	case !ok && slices.Contains(f.RevisionNames(), name):
+		return []string{name}
+	case !ok:
+		return nil
+	case t.Revision != "":
+		return []string{t.Revision}
+	}
+	var out []string
+	for _, s := range t.Split {
+		if s.Percent > 0 {
+			out = append(out, s.Revision)
+		}
+	}
+	return out
 }
 
 // RevisionsConfig returns what inject.NewRevisions builds from: the top
@@ -137,30 +188,18 @@ func (f File) RevisionsConfig(templatesDir string) (inject.RevisionsConfig, erro
 	if err != nil {
 		return inject.RevisionsConfig{}, err
 	}
-	top := f.Config
-	top.Revision = f.topRevision()
-	out := inject.RevisionsConfig{
-		Revisions: []inject.RevisionConfig{{Config: top, Templates: topSet}},
-		Default:   f.DefaultRevision,
-	}
-	for _, name := range slices.Sorted(maps.Keys(f.Revisions)) {
-		r := f.Revisions[name]
-		cfg := inject.Config{
-			Revision:           name,
-			DefaultProfile:     cmp.Or(r.DefaultProfile, f.DefaultProfile),
-			Profiles:           maps.Clone(f.Profiles),
-			ExcludedNamespaces: f.ExcludedNamespaces,
-		}
-		maps.Copy(cfg.Profiles, r.Profiles)
+	out := inject.RevisionsConfig{Default: f.DefaultRevision}
+	for _, name := range f.RevisionNames() {
+		cfg, _ := f.EngineConfig(name)
 		set := topSet
-		if r.TemplatesDir != "" {
-			if set, err = Templates(r.TemplatesDir); err != nil {
+		if dir := f.Revisions[name].TemplatesDir; dir != "" {
+			if set, err = Templates(dir); err != nil {
 				return inject.RevisionsConfig{}, fmt.Errorf("revisions.%s.templatesDir: %w", name, err)
 			}
 		}
 		out.Revisions = append(out.Revisions, inject.RevisionConfig{Config: cfg, Templates: set})
 	}
-	for _, name := range slices.Sorted(maps.Keys(f.Tags)) {
+	for _, name := range f.TagNames() {
 		t := f.Tags[name]
 		split := make([]inject.Share, 0, max(1, len(t.Split)))
 		if t.Revision != "" {

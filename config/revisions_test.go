@@ -82,6 +82,11 @@ func TestParseRevisions(t *testing.T) {
 	if !reflect.DeepEqual(rc.Tags, wantTags) {
 		t.Errorf("tags %+v, want %+v", rc.Tags, wantTags)
 	}
+	for name, want := range map[string][]string{"": {"v1"}, "canary": {"v2", "v1"}, "stable": {"v1"}, "v3": {"v3"}, "nope": nil} {
+		if got := f.Targets(name); !reflect.DeepEqual(got, want) {
+			t.Errorf("Targets(%q) = %v, want %v", name, got, want)
+		}
+	}
 	// And the engine layer takes it.
 	r, err := inject.NewRevisions(rc)
 	if err != nil {

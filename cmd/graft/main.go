@@ -46,6 +46,7 @@ func newRootCmd() *cobra.Command {
 		newRenderCmd(),
 		newTemplatesCmd(),
 		newCertsCmd(),
+		newWebhooksCmd(),
 		newVersionCmd(),
 	)
 	return root
