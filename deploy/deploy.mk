@@ -4,7 +4,7 @@
 IMAGE  ?= ghcr.io/graftdev/graft
 DOCKER ?= docker
 
-.PHONY: image deploy-templates
+.PHONY: image deploy-templates deploy-webhooks
 
 ## image: build the container image $(IMAGE):$(VERSION) (needs a Docker engine).
 image:
@@ -15,3 +15,11 @@ image:
 deploy-templates:
 	cp templates/builtin/*.yaml deploy/base/templates/
 	@echo "List any new file under configMapGenerator graft-templates in deploy/base/kustomization.yaml."
+
+## deploy-webhooks: regenerate the webhook registrations deploy/ ships from their configurations.
+deploy-webhooks:
+	@for dir in deploy/base deploy/examples/revisions; do \
+		echo "graft webhooks --config $$dir/config.yaml > $$dir/mutatingwebhookconfiguration.yaml"; \
+		$(GO) run ./cmd/graft webhooks --config $$dir/config.yaml > $$dir/mutatingwebhookconfiguration.yaml.tmp && \
+		mv $$dir/mutatingwebhookconfiguration.yaml.tmp $$dir/mutatingwebhookconfiguration.yaml || exit 1; \
+	done
