@@ -80,6 +80,8 @@ type explained struct {
 	Decision  string                       `json:"decision"`
 	Reason    string                       `json:"reason"`
 	Profile   string                       `json:"profile"`
+	Revision  string                       `json:"revision"`
+	Tag       string                       `json:"tag,omitempty"`
 	Templates []string                     `json:"templates"`
 	Params    []explainedParam             `json:"params"`
 	Warnings  []string                     `json:"warnings"`
@@ -117,6 +119,8 @@ func (a *admitter) explain(d *document, spot podSpot) (*explained, error) {
 		Decision:  ex.Result.Decision.String(),
 		Reason:    ex.Result.Reason.String(),
 		Profile:   ex.Profile,
+		Revision:  ex.Result.Revision,
+		Tag:       ex.Selection.Tag,
 		Templates: nonNil(ex.Templates),
 		Params:    []explainedParam{},
 		Warnings:  nonNil(ex.Warnings),
@@ -161,6 +165,8 @@ func writeExplanationText(w io.Writer, ex *explained) error {
 		fmt.Fprintf(tw, "  message:\t%s\n", ex.Message)
 	}
 	fmt.Fprintf(tw, "  profile:\t%s\n", ex.Profile)
+	fmt.Fprintf(tw, "  revision:\t%s\n", ex.Revision)
+	fmt.Fprintf(tw, "  tag:\t%s\n", orNone(ex.Tag))
 	fmt.Fprintf(tw, "  templates:\t%s\n", orNone(strings.Join(ex.Templates, ", ")))
 	if err := tw.Flush(); err != nil {
 		return err

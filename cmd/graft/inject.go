@@ -14,6 +14,7 @@ import (
 type offlineFlags struct {
 	files        []string
 	profile      string
+	revision     string
 	config       string
 	templatesDir string
 	namespace    string
@@ -27,7 +28,7 @@ func (f *offlineFlags) open(cmd *cobra.Command) (*admitter, []*document, error) 
 	if err := checkFormat(f.output, f.formats...); err != nil {
 		return nil, nil, err
 	}
-	engine, err := newOfflineEngine(f.config, f.templatesDir, f.profile)
+	engine, err := newOfflineEngine(f.config, f.templatesDir, f.profile, f.revision)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -35,7 +36,7 @@ func (f *offlineFlags) open(cmd *cobra.Command) (*admitter, []*document, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	return &admitter{engine: engine, opts: inject.Options{Profile: f.profile}, namespace: f.namespace}, docs, nil
+	return &admitter{engine: engine, opts: inject.Options{Profile: f.profile, Revision: f.revision}, namespace: f.namespace}, docs, nil
 }
 
 func (f *offlineFlags) register(cmd *cobra.Command, formats ...string) {
@@ -43,6 +44,7 @@ func (f *offlineFlags) register(cmd *cobra.Command, formats ...string) {
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory of manifests, or - for stdin (repeatable)")
 	fl.StringVar(&f.profile, "profile", "", "profile to inject with (default: the configuration's default profile)")
+	fl.StringVar(&f.revision, "revision", "", "revision or tag to inject with, as a namespace's graft.dev/rev label chooses (default: defaultRevision)")
 	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve")
 	fl.StringVar(&f.templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
 	fl.StringVarP(&f.namespace, "namespace", "n", "", `namespace for objects that name none (default "default")`)

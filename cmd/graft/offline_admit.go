@@ -27,7 +27,7 @@ const offlineUser = "graft-offline"
 // admitter runs Pods through the engine the way the API server sends them
 // to the webhook: a CREATE AdmissionReview (admission.k8s.io/v1) per Pod.
 type admitter struct {
-	engine *inject.Engine
+	engine offlineEngine
 	opts   inject.Options
 	// namespace is used for objects that do not name theirs.
 	namespace string
