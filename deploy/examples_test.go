@@ -93,22 +93,10 @@ func TestRevisionsExample(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	nsYAML, err := os.ReadFile(filepath.Join(dir, "namespace.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var ns corev1.Namespace
-	if err := yaml.UnmarshalStrict(nsYAML, &ns); err != nil {
-		t.Fatal(err)
-	}
-	whYAML, err := os.ReadFile(filepath.Join(dir, "mutatingwebhookconfiguration.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	readYAML(t, filepath.Join(dir, "namespace.yaml"), &ns)
 	var mwc admissionv1.MutatingWebhookConfiguration
-	if err := yaml.UnmarshalStrict(whYAML, &mwc); err != nil {
-		t.Fatal(err)
-	}
+	readYAML(t, filepath.Join(dir, "mutatingwebhookconfiguration.yaml"), &mwc)
 	labels := maps.Clone(ns.Labels)
 	labels["kubernetes.io/metadata.name"] = ns.Name
 	var sent []admissionv1.MutatingWebhook
@@ -146,5 +134,17 @@ func TestRevisionsExample(t *testing.T) {
 	}
 	if images["2026-11"] != "envoyproxy/envoy:v1.32.3" || images["2026-12"] != "envoyproxy/envoy:v1.33.0" {
 		t.Errorf("proxies by revision: %v", images)
+	}
+}
+
+// readYAML reads the one object in path into v, strictly.
+func readYAML(t *testing.T, path string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(data, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 }

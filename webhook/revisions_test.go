@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/graftdev/graft/bench/corpus"
 	"github.com/graftdev/graft/inject"
 )
@@ -143,21 +141,7 @@ func TestHandlerAllocationsOnSplit(t *testing.T) {
 	var dst []byte
 	opts := inject.Options{Profile: "agent", Revision: "canary", Deadline: time.Now().Add(time.Second)}
 	engine := testing.AllocsPerRun(50, func() { dst, _, _ = revs.Admit(dst[:0], review, opts) })
-	var ctx fasthttp.RequestCtx
-	var req fasthttp.Request
-	req.SetRequestURI("/inject/agent/canary?timeout=10s")
-	req.Header.SetMethod(fasthttp.MethodPost)
-	req.Header.SetContentType("application/json")
-	req.SetBody(review)
-	ctx.Init(&req, nil, nil)
-	handler := testing.AllocsPerRun(50, func() {
-		ctx.ResetUserValues()
-		ctx.Response.Reset()
-		ts.handle(&ctx)
-		if ctx.Response.StatusCode() != fasthttp.StatusOK {
-			t.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
-		}
-	})
+	handler := handlerAllocs(t, ts.Server, "/inject/agent/canary?timeout=10s", review)
 	t.Logf("engine %v allocs/op, handler %v allocs/op", engine, handler)
 	if engine != 0 || handler > engine+2 {
 		t.Errorf("handler %v allocations per request, engine %v: want 0 and at most 2 more", handler, engine)
