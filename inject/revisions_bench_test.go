@@ -93,12 +93,23 @@ func TestRevisionsZeroAllocs(t *testing.T) {
 	}
 }
 
-// BenchmarkScanRouting is the read selection adds on a split or
-// podRevision path, alone.
-func BenchmarkScanRouting(b *testing.B) {
+// BenchmarkRouting is the read selection adds to a request, alone: the
+// native search for the controller owner (a split tag), and the scan of
+// the metadata (a podRevision profile, or a Pod without a controller).
+func BenchmarkRouting(b *testing.B) {
 	for _, name := range []string{corpus.Small, corpus.Large} {
 		body := b2s(corpus.Review(name))
-		b.Run(name, func(b *testing.B) {
+		b.Run("owner/"+name, func(b *testing.B) {
+			b.ReportAllocs()
+			var rt routing
+			for b.Loop() {
+				if !findOwner(body, &rt) {
+					b.Fatal("no owner")
+				}
+				_ = rt.bucket()
+			}
+		})
+		b.Run("scan/"+name, func(b *testing.B) {
 			b.ReportAllocs()
 			var rt routing
 			for b.Loop() {
