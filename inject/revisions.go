@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -98,7 +99,7 @@ func NewRevisions(c RevisionsConfig, opts ...EngineOption) (*Revisions, error) {
 	for _, rc := range c.Revisions {
 		eng, err := New(rc.Config, rc.Templates, opts...)
 		if err != nil {
-			return nil, fmt.Errorf("revision %q: %w", rc.Config.Revision, err)
+			return nil, fmt.Errorf("revision %q: %w", cmp.Or(rc.Config.Revision, DefaultRevision), err)
 		}
 		name := eng.Revision()
 		if _, dup := r.choices[name]; dup {

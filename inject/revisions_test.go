@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/graftdev/graft/bench/corpus"
-	"github.com/graftdev/graft/templates"
 )
 
 // nextImage is the agent image of the revision "next"; "default" keeps
@@ -21,10 +20,7 @@ const nextImage = "registry.local/agent:2.0.0"
 // stable (default) and canary (10% next).
 func revisionsConfig(tb testing.TB) RevisionsConfig {
 	tb.Helper()
-	set, err := templates.Builtin()
-	if err != nil {
-		tb.Fatal(err)
-	}
+	set := testTemplates(tb)
 	next := goldenConfig()
 	next.Revision = "next"
 	for name, p := range next.Profiles {
