@@ -237,13 +237,14 @@ func (r *Revisions) selectFor(body []byte, o Options) (selected, error) {
 		}
 	}
 	sel := selected{rev: ch.shares[0].rev, via: ch, bucket: -1}
-	if !ch.split() && !ch.podRevision[o.Profile] {
+	podMayChoose := ch.podRevision[o.Profile]
+	if !ch.split() && !podMayChoose {
 		return sel, nil
 	}
 	// A split alone needs only the owner, found natively; a Pod that may
 	// choose, or has no controller, is read in one pass of its metadata.
 	var rt routing
-	if ch.podRevision[o.Profile] || !findOwner(b2s(body), &rt) {
+	if podMayChoose || !findOwner(b2s(body), &rt) {
 		if err := scanRouting(b2s(body), &rt); err != nil {
 			return selected{}, err
 		}
@@ -253,7 +254,8 @@ func (r *Revisions) selectFor(body []byte, o Options) (selected, error) {
 		bucket = rt.bucket()
 		sel.rev, sel.bucket = ch.pick(bucket), bucket
 	}
-	if !rt.hasRev || !sel.rev.podRevision(o.Profile) {
+	// An empty label value is no choice, as kubectl label shows it.
+	if rt.rev == "" || !sel.rev.podRevision(o.Profile) {
 		return sel, nil
 	}
 	pod, ok := r.choices[rt.rev]

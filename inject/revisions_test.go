@@ -207,6 +207,7 @@ func TestPodRevision(t *testing.T) {
 		{"pod chooses a revision", "lenient", "", map[string]any{"graft.dev/rev": "next"}, "next", DecisionInject},
 		{"pod chooses a tag", "lenient", "next", map[string]any{"graft.dev/rev": "stable"}, "default", DecisionInject},
 		{"no label: the route decides", "lenient", "next", map[string]any{"app": "x"}, "next", DecisionInject},
+		{"an empty label is no choice", "lenient", "next", map[string]any{"graft.dev/rev": ""}, "next", DecisionInject},
 		{"profile does not allow it", "agent", "", map[string]any{"graft.dev/rev": "next"}, "default", DecisionInject},
 		{"unknown value is denied", "lenient", "", map[string]any{"graft.dev/rev": "nope"}, "default", DecisionDeny},
 		{"unknown value on an opted-out Pod", "lenient", "", map[string]any{"graft.dev/rev": "nope", "graft.dev/inject": "false"}, "default", DecisionSkip},
@@ -330,7 +331,7 @@ func TestScanRouting(t *testing.T) {
 		{"owner and label",
 			`{"request":{"namespace":"ns","object":{"metadata":{"name":"p","labels":{"a":"b","graft.dev/rev":"canary"},` +
 				`"ownerReferences":[{"uid":"u1"},{"uid":"u2","controller":true},{"uid":"u3","controller":true}]},"spec":{}}}}`,
-			routing{namespace: "ns", name: "p", ownerUID: "u2", rev: "canary", hasRev: true}},
+			routing{namespace: "ns", name: "p", ownerUID: "u2", rev: "canary"}},
 		{"namespace after the object, from the object",
 			`{"request":{"object":{"metadata":{"generateName":"g-","namespace":"objns","labels":null,"ownerReferences":null}},"namespace":null}}`,
 			routing{namespace: "objns", generateName: "g-"}},
@@ -365,4 +366,42 @@ func TestScanRouting(t *testing.T) {
 	if err := scanRouting(`{"request":{"namespace":"ns","object":{"metadata":{"name":"p"},"spec":{garbage`, &got); err != nil || got.name != "p" {
 		t.Errorf("early stop: %+v, %v", got, err)
 	}
+}
+
+// FuzzRevisionsAdmit feeds arbitrary bytes through a split tag and a
+// profile that lets Pods choose: never a panic; a well-formed response
+// or ErrMalformed; and every Pod of one owner on one revision, whichever
+// way its metadata was read.
+func FuzzRevisionsAdmit(f *testing.F) {
+	for _, name := range []string{corpus.Small, corpus.Skip, corpus.Large} {
+		f.Add(corpus.Review(name))
+	}
+	f.Add(revPodReview("shop", map[string]any{"name": "p", "labels": map[string]any{"graft.dev/rev": "next"}}))
+	f.Add(revPodReview("shop", map[string]any{"generateName": "g-", "ownerReferences": []any{map[string]any{"uid": "u", "controller": true}}}))
+	f.Add([]byte(`{"request":{"namespace":"ns","object":{"metadata":{"ownerReferences":[{"uid":"u","controller":true}]}}}}`))
+	c := revisionsConfig(f)
+	for i := range c.Revisions {
+		p := c.Revisions[i].Config.Profiles["lenient"]
+		p.PodRevision = true
+		c.Revisions[i].Config.Profiles["lenient"] = p
+	}
+	r := newTestRevisions(f, c)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, o := range []Options{{Revision: "canary"}, {Revision: "canary", Profile: "lenient"}} {
+			resp, _, err := r.Admit(nil, body, o)
+			switch {
+			case err != nil && !errors.Is(err, ErrMalformed):
+				t.Fatalf("%+v: error is not ErrMalformed: %v", o, err)
+			case err != nil && len(resp) != 0:
+				t.Fatalf("%+v: response written along with an error", o)
+			case err == nil && !json.Valid(resp):
+				t.Fatalf("%+v: invalid response JSON: %s", o, resp)
+			}
+		}
+		// The native owner search and the scan agree on the owner.
+		var fast, full routing
+		if findOwner(string(body), &fast) && scanRouting(string(body), &full) == nil && fast.ownerUID != full.ownerUID {
+			t.Fatalf("owner %q by search, %q by scan", fast.ownerUID, full.ownerUID)
+		}
+	})
 }

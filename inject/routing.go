@@ -19,7 +19,6 @@ type routing struct {
 	generateName string
 	ownerUID     string // uid of the ownerReference with controller: true
 	rev          string // the Pod's graft.dev/rev label
-	hasRev       bool
 }
 
 // errScanDone ends a routing scan once it has what it needs.
@@ -91,7 +90,6 @@ func scanObjectMeta(sc *scanner, r *routing, nsSeen bool) error {
 					}
 					var err error
 					r.rev, _, err = sc.str()
-					r.hasRev = err == nil
 					return err
 				})
 			case "ownerReferences":
