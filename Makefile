@@ -114,6 +114,7 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./inject -run '^$$' -fuzz '^FuzzAdmit$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./inject -run '^$$' -fuzz '^FuzzPatchRoundTrip$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./inject -run '^$$' -fuzz '^FuzzRevisionsAdmit$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/graft -run '^$$' -fuzz '^FuzzInject$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./config -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 

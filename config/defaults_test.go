@@ -11,20 +11,11 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/defaults.yaml")
 
-// defaulted fills in every default of f, the engine's and the server's.
-func defaulted(f File) (File, error) {
-	var err error
-	if f.Config, err = f.Config.Defaulted(); err != nil {
-		return f, err
-	}
-	return f, f.Server.Default()
-}
-
 // TestDefaultsGolden pins what graft runs with when given no configuration:
 // every default, written out as a configuration file. A change of default
 // shows up here, in review, as a diff of this file.
 func TestDefaultsGolden(t *testing.T) {
-	f, err := defaulted(Default())
+	f, err := Default().Defaulted()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +42,7 @@ func TestDefaultsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the defaults golden does not parse: %v", err)
 	}
-	if back, err = defaulted(back); err != nil {
+	if back, err = back.Defaulted(); err != nil {
 		t.Fatal(err)
 	}
 	again, err := yaml.Marshal(back)

@@ -25,14 +25,22 @@ const (
 const MaxFileBytes = 1 << 20
 
 // File is one configuration file: the engine's configuration at the top
-// level (defaultProfile, profiles, excludedNamespaces) and graft serve's
-// settings under server:.
+// level (revision, defaultProfile, profiles, excludedNamespaces), more
+// revisions and the tags pointing at them, and graft serve's settings
+// under server:.
 type File struct {
 	// APIVersion is config.graft.dev/v1alpha1; it may be left out.
 	APIVersion string `json:"apiVersion,omitempty"`
 	// Kind is GraftConfiguration; it may be left out.
 	Kind string `json:"kind,omitempty"`
 	inject.Config
+	// Revisions are served besides the top level's (named by revision).
+	Revisions map[string]Revision `json:"revisions,omitempty"`
+	// Tags name revisions: graft.dev/rev may name a tag as well.
+	Tags map[string]Tag `json:"tags,omitempty"`
+	// DefaultRevision is the revision or tag of namespaces without a
+	// graft.dev/rev label; empty: the top level's revision.
+	DefaultRevision string `json:"defaultRevision,omitempty"`
 	// Server holds graft serve's settings; the offline commands read only
 	// templatesDir.
 	Server Server `json:"server"`
@@ -85,7 +93,23 @@ func Parse(name string, data []byte) (File, error) {
 			f.DefaultProfile = def.DefaultProfile
 		}
 	}
+	if err := f.checkRevisions(name, root); err != nil {
+		return File{}, err
+	}
 	return f, nil
+}
+
+// Defaulted returns f with every default filled in (the engine's, the
+// default revision and the server's) and validated, templates aside.
+func (f File) Defaulted() (File, error) {
+	var err error
+	if f.Config, err = f.Config.Defaulted(); err != nil {
+		return f, err
+	}
+	if f.DefaultRevision == "" {
+		f.DefaultRevision = f.topRevision()
+	}
+	return f, f.Server.Default()
 }
 
 // Templates returns the template set a configuration selects: the built-in

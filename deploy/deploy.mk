@@ -4,7 +4,7 @@
 IMAGE  ?= ghcr.io/graftdev/graft
 DOCKER ?= docker
 
-.PHONY: image deploy-templates
+.PHONY: image deploy-templates deploy-webhooks
 
 ## image: build the container image $(IMAGE):$(VERSION) (needs a Docker engine).
 image:
@@ -25,3 +25,11 @@ chart-files:
 	rm -f $(CHART)/files/templates/*.yaml
 	cp templates/builtin/*.yaml $(CHART)/files/templates/
 	cp deploy/components/monitoring/prometheusrule.yaml deploy/components/monitoring/graft-dashboard.json $(CHART)/files/
+
+## deploy-webhooks: regenerate the webhook registrations deploy/ ships from their configurations.
+deploy-webhooks:
+	@for dir in deploy/base deploy/examples/revisions; do \
+		echo "graft webhooks --config $$dir/config.yaml > $$dir/mutatingwebhookconfiguration.yaml"; \
+		$(GO) run ./cmd/graft webhooks --config $$dir/config.yaml > $$dir/mutatingwebhookconfiguration.yaml.tmp && \
+		mv $$dir/mutatingwebhookconfiguration.yaml.tmp $$dir/mutatingwebhookconfiguration.yaml || exit 1; \
+	done

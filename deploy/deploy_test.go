@@ -23,6 +23,7 @@ import (
 const (
 	namespace   = "graft-system"
 	injectLabel = "graft.dev/inject"
+	revLabel    = "graft.dev/rev"
 )
 
 var systemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", namespace}
@@ -128,16 +129,19 @@ func TestWebhooks(t *testing.T) {
 
 func checkWebhook(t *testing.T, w admissionv1.MutatingWebhook, v variant) {
 	t.Helper()
-	profile, ok := strings.CutSuffix(w.Name, ".inject.graft.dev")
-	if !ok || profile == "" {
-		t.Errorf("webhook %q: want <profile>.inject.graft.dev", w.Name)
+	profile, rev, ok := webhookRoute(w.Name)
+	if !ok {
+		t.Errorf("webhook %q: want <profile>.inject.graft.dev or <profile>.<rev>.rev.inject.graft.dev", w.Name)
 	}
 	svc := w.ClientConfig.Service
 	if svc == nil || svc.Name != "graft" || svc.Namespace != namespace || svc.Port == nil || *svc.Port != 443 || svc.Path == nil {
 		t.Fatalf("%s: clientConfig.service = %+v, want graft.%s:443 with a path", w.Name, svc, namespace)
 	}
 	wantPath := "/inject/" + profile
-	if profile == "enabled" {
+	switch {
+	case rev != "":
+		wantPath += "/" + rev
+	case profile == "enabled":
 		wantPath = "/inject"
 	}
 	if *svc.Path != wantPath {
@@ -147,15 +151,24 @@ func checkWebhook(t *testing.T, w admissionv1.MutatingWebhook, v variant) {
 		t.Errorf("%s: a url as well as a service", w.Name)
 	}
 
-	// Namespaces: the profile's label value, never the system ones.
+	// Namespaces: the profile's label value, the revision's (or none),
+	// never the system ones.
 	if got := exprValues(w.NamespaceSelector, injectLabel, metav1.LabelSelectorOpIn); !slices.Equal(got, []string{profile}) {
 		t.Errorf("%s: namespaceSelector %s In %v, want [%s]", w.Name, injectLabel, got, profile)
+	}
+	if rev == "" && !slices.ContainsFunc(w.NamespaceSelector.MatchExpressions, func(e metav1.LabelSelectorRequirement) bool {
+		return e.Key == revLabel && e.Operator == metav1.LabelSelectorOpDoesNotExist
+	}) {
+		t.Errorf("%s: namespaceSelector does not require the absence of %s", w.Name, revLabel)
+	}
+	if got := exprValues(w.NamespaceSelector, revLabel, metav1.LabelSelectorOpIn); rev != "" && !slices.Equal(got, []string{rev}) {
+		t.Errorf("%s: namespaceSelector %s In %v, want [%s]", w.Name, revLabel, got, rev)
 	}
 	if got := exprValues(w.NamespaceSelector, "kubernetes.io/metadata.name", metav1.LabelSelectorOpNotIn); !sameSet(got, systemNamespaces) {
 		t.Errorf("%s: excluded namespaces %v, want %v", w.Name, got, systemNamespaces)
 	}
-	if len(w.NamespaceSelector.MatchLabels) != 0 || len(w.NamespaceSelector.MatchExpressions) != 2 {
-		t.Errorf("%s: namespaceSelector has more than the label and the exclusions: %+v", w.Name, w.NamespaceSelector)
+	if len(w.NamespaceSelector.MatchLabels) != 0 || len(w.NamespaceSelector.MatchExpressions) != 3 {
+		t.Errorf("%s: namespaceSelector has more than the labels and the exclusions: %+v", w.Name, w.NamespaceSelector)
 	}
 	// Pods opt out with graft.dev/inject: "false".
 	if got := exprValues(w.ObjectSelector, injectLabel, metav1.LabelSelectorOpNotIn); !slices.Equal(got, []string{"false"}) {

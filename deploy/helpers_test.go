@@ -5,6 +5,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -21,6 +22,18 @@ func exprValues(sel *metav1.LabelSelector, key string, op metav1.LabelSelectorOp
 		}
 	}
 	return nil
+}
+
+// webhookRoute reads a webhook's name: <profile>.inject.graft.dev (rev
+// empty) or <profile>.<rev>.rev.inject.graft.dev. Profile and revision
+// names are DNS labels, without dots.
+func webhookRoute(name string) (profile, rev string, ok bool) {
+	if rest, isRev := strings.CutSuffix(name, ".rev.inject.graft.dev"); isRev {
+		profile, rev, ok = strings.Cut(rest, ".")
+		return profile, rev, ok && profile != "" && rev != "" && !strings.Contains(rev, ".")
+	}
+	profile, ok = strings.CutSuffix(name, ".inject.graft.dev")
+	return profile, "", ok && profile != "" && !strings.Contains(profile, ".")
 }
 
 func sameSet(a, b []string) bool {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/graftdev/graft/config"
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/registration"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -94,58 +95,90 @@ func TestConfigMatchesDefault(t *testing.T) {
 	}
 }
 
-// TestOneWebhookPerProfile: config.yaml, the webhooks and the policy name
-// the same profiles; hostNetwork Pods are skipped exactly where the profile
-// does not inject them.
-func TestOneWebhookPerProfile(t *testing.T) {
-	cfg := loadConfig(t)
+// TestWebhooksAreGenerated: each shipped registration is exactly what
+// `graft webhooks` writes for the configuration beside it.
+func TestWebhooksAreGenerated(t *testing.T) {
+	for _, dir := range []string{"base", "examples/revisions"} {
+		f, err := config.Load(filepath.Join(dir, "config.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := registration.YAML(f, registration.Options{Source: "deploy/" + dir + "/config.yaml"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(dir, "mutatingwebhookconfiguration.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s/mutatingwebhookconfiguration.yaml is not what graft webhooks writes for %s/config.yaml: run make deploy-webhooks", dir, dir)
+		}
+	}
+}
+
+// TestOneWebhookPerProfileAndRevision: config.yaml, the webhooks and the
+// policy name the same profiles; each profile has a webhook for
+// namespaces without graft.dev/rev and one per revision and tag;
+// hostNetwork Pods are skipped exactly where no revision the webhook
+// serves injects them.
+func TestOneWebhookPerProfileAndRevision(t *testing.T) {
+	f := loadFileConfig(t)
+	cfg := f.Config
 	out := kustomize(t, "base")
 	mwc := one[admissionv1.MutatingWebhookConfiguration](t, out, "MutatingWebhookConfiguration", "graft")
 
-	var webhookProfiles []string
+	var got, want []string
 	for _, w := range mwc.Webhooks {
-		profile := strings.TrimSuffix(w.Name, ".inject.graft.dev")
-		webhookProfiles = append(webhookProfiles, profile)
-		p, ok := cfg.Profiles[profile]
-		if !ok {
+		got = append(got, w.Name)
+		profile, rev, _ := webhookRoute(w.Name)
+		if _, ok := cfg.Profiles[profile]; !ok {
 			t.Errorf("webhook %s serves profile %q, which config.yaml does not define", w.Name, profile)
 			continue
 		}
+		injectsHostNetwork := slices.ContainsFunc(f.Targets(rev), func(r string) bool {
+			rc, _ := f.EngineConfig(r)
+			return rc.Profiles[profile].InjectHostNetwork
+		})
 		skipsHostNetwork := slices.ContainsFunc(w.MatchConditions, func(c admissionv1.MatchCondition) bool {
 			return c.Name == "not-host-network"
 		})
-		if skipsHostNetwork == p.InjectHostNetwork {
-			t.Errorf("webhook %s: skips hostNetwork Pods = %v, but the profile's injectHostNetwork = %v",
-				w.Name, skipsHostNetwork, p.InjectHostNetwork)
+		if skipsHostNetwork == injectsHostNetwork {
+			t.Errorf("webhook %s: skips hostNetwork Pods = %v, but its revisions' injectHostNetwork = %v",
+				w.Name, skipsHostNetwork, injectsHostNetwork)
 		}
-		if profile == cfg.DefaultProfile && *w.ClientConfig.Service.Path != "/inject" {
+		if profile == cfg.DefaultProfile && rev == "" && *w.ClientConfig.Service.Path != "/inject" {
 			t.Errorf("the default profile %s is not served on /inject", profile)
 		}
 	}
 	var cfgProfiles, hostNetwork []string
 	for name, p := range cfg.Profiles {
 		cfgProfiles = append(cfgProfiles, name)
+		want = append(want, name+".inject.graft.dev")
+		for _, rev := range append(f.RevisionNames(), f.TagNames()...) {
+			want = append(want, name+"."+rev+".rev.inject.graft.dev")
+		}
 		if p.InjectHostNetwork {
 			hostNetwork = append(hostNetwork, name)
 		}
 	}
-	if !sameSet(webhookProfiles, cfgProfiles) {
-		t.Errorf("webhooks serve profiles %v, config.yaml defines %v", webhookProfiles, cfgProfiles)
+	if !sameSet(got, want) {
+		t.Errorf("webhooks %v, want %v", got, want)
 	}
 
 	vap := one[admissionv1.ValidatingAdmissionPolicy](t, out, "ValidatingAdmissionPolicy", "graft-injection-required")
 	if got := exprValues(vap.Spec.MatchConstraints.NamespaceSelector, injectLabel, metav1.LabelSelectorOpIn); !sameSet(got, cfgProfiles) {
-		t.Errorf("the policy covers namespaces labelled %v, the webhooks serve %v", got, cfgProfiles)
+		t.Errorf("the policy covers namespaces labelled %v, config.yaml defines profiles %v", got, cfgProfiles)
 	}
 	slices.Sort(hostNetwork)
 	quoted := make([]string, len(hostNetwork))
 	for i, p := range hostNetwork {
 		quoted[i] = fmt.Sprintf("'%s'", p)
 	}
-	want := "[" + strings.Join(quoted, ", ") + "]"
+	wantExpr := "[" + strings.Join(quoted, ", ") + "]"
 	for _, v := range vap.Spec.Variables {
-		if v.Name == "hostNetworkProfiles" && v.Expression != want {
-			t.Errorf("policy variable hostNetworkProfiles = %s, want %s", v.Expression, want)
+		if v.Name == "hostNetworkProfiles" && v.Expression != wantExpr {
+			t.Errorf("policy variable hostNetworkProfiles = %s, want %s", v.Expression, wantExpr)
 		}
 	}
 }

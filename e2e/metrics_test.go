@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"testing"
@@ -21,7 +22,13 @@ const (
 
 func scrape(t *testing.T, c *http.Client, url, token string) map[string]*dto.MetricFamily {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	return scrapeCtx(t.Context(), t, c, url, token)
+}
+
+// scrapeCtx is scrape bounded by ctx (cleanups run after t.Context() ends).
+func scrapeCtx(ctx context.Context, t *testing.T, c *http.Client, url, token string) map[string]*dto.MetricFamily {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,16 @@ import (
 // fixtures in testdata/templates (shapes the built-in set lacks).
 func newTestEngine(tb testing.TB, cfg Config, opts ...EngineOption) *Engine {
 	tb.Helper()
+	e, err := New(cfg, testTemplates(tb), opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return e
+}
+
+// testTemplates is the built-in templates and the test fixtures.
+func testTemplates(tb testing.TB) *templates.Set {
+	tb.Helper()
 	set, err := templates.Builtin()
 	if err != nil {
 		tb.Fatal(err)
@@ -22,11 +32,7 @@ func newTestEngine(tb testing.TB, cfg Config, opts ...EngineOption) *Engine {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e, err := New(cfg, set.With(fixtures), opts...)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return e
+	return set.With(fixtures)
 }
 
 // injectedReview returns the review of the Pod that results from admitting

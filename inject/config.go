@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // FailureMode says how a profile answers when graft cannot inject: the
@@ -68,6 +71,9 @@ type Profile struct {
 	// InjectHostNetwork injects into hostNetwork Pods too (default: skip them,
 	// since a proxy or port-binding agent would share the node's network).
 	InjectHostNetwork bool `json:"injectHostNetwork,omitempty"`
+	// PodRevision lets a Pod's own graft.dev/rev label choose its revision
+	// or tag, overriding its namespace's (default: the namespace decides).
+	PodRevision bool `json:"podRevision,omitempty"`
 }
 
 // Config is the engine's configuration.
@@ -110,6 +116,9 @@ func (c *Config) defaults() error {
 	}
 	if c.ExcludedNamespaces == nil {
 		c.ExcludedNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
+	}
+	if err := CheckName(c.Revision); err != nil {
+		return fmt.Errorf("%w: revision: %w", ErrConfig, err)
 	}
 	if len(c.Profiles) == 0 {
 		return fmt.Errorf("%w: no profiles", ErrConfig)
@@ -156,6 +165,15 @@ func (p *Profile) defaults() error {
 	}
 	if dup := firstDuplicate(p.Templates); dup != "" {
 		return fmt.Errorf("template %q listed twice", dup)
+	}
+	return nil
+}
+
+// CheckName accepts a revision or tag name: a DNS-1123 label, since it is
+// the value of the label graft.dev/rev and part of webhook names.
+func CheckName(name string) error {
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		return fmt.Errorf("%q is not a valid name: %s", name, strings.Join(errs, "; "))
 	}
 	return nil
 }

@@ -22,6 +22,9 @@ var (
 type Options struct {
 	// Profile selects the profile; empty means the default profile.
 	Profile string
+	// Revision names the revision or tag (Revisions only; an Engine serves
+	// one revision); empty means the default revision.
+	Revision string
 	// Deadline, when not zero, bounds the work: past it the engine stops
 	// and answers per the profile's failure mode (ReasonBudgetExceeded).
 	Deadline time.Time
@@ -43,6 +46,9 @@ func WithClock(now func() time.Time) EngineOption { return func(e *Engine) { e.n
 
 // Profiles returns the configured profile names, sorted.
 func (e *Engine) Profiles() []string { return slices.Clone(e.impl.profileNames) }
+
+// Revision returns the name of the revision this engine serves.
+func (e *Engine) Revision() string { return e.cfg.Revision }
 
 // DefaultProfile returns the profile served on /inject.
 func (e *Engine) DefaultProfile() string { return e.cfg.DefaultProfile }

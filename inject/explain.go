@@ -5,7 +5,10 @@ import "encoding/json"
 // Explanation is what `graft explain` shows: the decision and everything
 // that led to it.
 type Explanation struct {
-	Result    Result
+	Result Result
+	// Selection says which revision served and how it was chosen (set by
+	// Revisions.Explain).
+	Selection Selection
 	Profile   string
 	Templates []string
 	Params    []ParamValue

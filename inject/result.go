@@ -76,6 +76,9 @@ type Result struct {
 	Operation Operation
 	// Profile is the profile that served the request (engine-owned).
 	Profile string
+	// Revision is the revision that served the request, never a tag
+	// (engine-owned); set by Revisions, empty from a bare Engine.
+	Revision string
 	// Templates lists the templates injected (engine-owned, read-only).
 	Templates []string
 	// PatchOps and PatchBytes describe the patch (before base64).

@@ -19,22 +19,37 @@ var (
 	jsonType     = []byte("application/json")
 )
 
-// handle routes a request on the TLS port: /inject[/<profile>] and the
-// admin routes.
+// handle routes a request on the TLS port: /inject[/<profile>[/<revision
+// or tag>]] and the admin routes.
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	path := ctx.Path()
 	if rest, ok := bytes.CutPrefix(path, routeInject); ok {
-		switch {
-		case len(rest) == 0:
-			s.inject(ctx, nil)
-		case rest[0] == '/' && len(rest) > 1 && bytes.IndexByte(rest[1:], '/') < 0:
-			s.inject(ctx, rest[1:])
-		default:
-			ctx.Error("not found", fasthttp.StatusNotFound)
+		if len(rest) == 0 {
+			s.inject(ctx, nil, nil)
+			return
 		}
+		profile, revision, ok := splitRoute(rest)
+		if !ok {
+			ctx.Error("not found", fasthttp.StatusNotFound)
+			return
+		}
+		s.inject(ctx, profile, revision)
 		return
 	}
 	s.handleAdmin(ctx)
+}
+
+// splitRoute reads "/<profile>" or "/<profile>/<revision>" (revision nil
+// when absent); no part may be empty or hold another slash.
+func splitRoute(rest []byte) (profile, revision []byte, ok bool) {
+	if len(rest) < 2 || rest[0] != '/' {
+		return nil, nil, false
+	}
+	profile, revision, hasRevision := bytes.Cut(rest[1:], []byte{'/'})
+	if len(profile) == 0 || (hasRevision && (len(revision) == 0 || bytes.IndexByte(revision, '/') >= 0)) {
+		return nil, nil, false
+	}
+	return profile, revision, true
 }
 
 // handleAdmin serves /healthz, /readyz and /metrics (the admin port's only
@@ -71,12 +86,13 @@ func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 	ctx.SetBodyString("ok\n")
 }
 
-// inject answers one AdmissionReview. profileName is nil for /inject.
+// inject answers one AdmissionReview. profileName is nil for /inject,
+// revisionName for routes without a revision or tag.
 //
 // The body is fasthttp's request buffer, handed to the engine without a
 // copy; it is valid only until this function returns, and so are the
 // Result's UID, Namespace and Name, which alias it.
-func (s *Server) inject(ctx *fasthttp.RequestCtx, profileName []byte) {
+func (s *Server) inject(ctx *fasthttp.RequestCtx, profileName, revisionName []byte) {
 	if !ctx.IsPost() {
 		ctx.Error("method not allowed: use POST", fasthttp.StatusMethodNotAllowed)
 		ctx.Response.Header.Set(fasthttp.HeaderAllow, "POST")
@@ -105,8 +121,13 @@ func (s *Server) inject(ctx *fasthttp.RequestCtx, profileName []byte) {
 		// path may allocate; it never serves a real API server.
 		profile = string(profileName)
 	}
+	revision, knownRevision := st.revision(revisionName)
+	if !knownRevision {
+		revision = string(revisionName) // ErrUnknownRevision, as above
+	}
 	opts := inject.Options{
 		Profile:  profile,
+		Revision: revision,
 		Deadline: deadline(start, st.settings.Budget.Duration, st.settings.TimeoutMargin.Duration, ctx.QueryArgs().Peek("timeout")),
 	}
 	body := ctx.PostBody()
@@ -117,17 +138,18 @@ func (s *Server) inject(ctx *fasthttp.RequestCtx, profileName []byte) {
 		err error
 	)
 	if limit := st.settings.MaxInFlight; limit > 0 && n > int64(limit) {
-		out, res, err = st.eng.Fail(rb.b, body, opts, inject.ReasonOverload)
+		out, res, err = st.revs.Fail(rb.b, body, opts, inject.ReasonOverload)
 	} else {
-		out, res, err = st.eng.Admit(rb.b, body, opts)
-		if err != nil && !errors.Is(err, inject.ErrMalformed) && !errors.Is(err, inject.ErrUnknownProfile) {
-			s.log.Error("engine error; answering per the failure mode", zap.String("profile", profile), zap.Error(err))
-			out, res, err = st.eng.Fail(rb.b[:0], body, opts, inject.ReasonInternal)
+		out, res, err = st.revs.Admit(rb.b, body, opts)
+		if err != nil && !isClientError(err) {
+			s.log.Error("engine error; answering per the failure mode", zap.String("profile", profile),
+				zap.String("revision", revision), zap.Error(err))
+			out, res, err = st.revs.Fail(rb.b[:0], body, opts, inject.ReasonInternal)
 		}
 	}
 	if err != nil {
 		s.bufs.put(rb)
-		s.replyError(ctx, profile, err)
+		s.replyError(ctx, profile, revision, err)
 		s.metrics.countError(st.bind, labelProfile(profile, known))
 		s.metrics.duration.Observe(s.now().Sub(start).Seconds())
 		return
@@ -149,14 +171,23 @@ func labelProfile(p string, known bool) string {
 	return unknownProfile
 }
 
+// isClientError reports the errors that are the request's fault: they
+// are answered with an HTTP error, not by the failure mode.
+func isClientError(err error) bool {
+	return errors.Is(err, inject.ErrMalformed) || errors.Is(err, inject.ErrUnknownProfile) ||
+		errors.Is(err, inject.ErrUnknownRevision)
+}
+
 // replyError answers a request the engine could not answer with a review.
-func (s *Server) replyError(ctx *fasthttp.RequestCtx, profile string, err error) {
+func (s *Server) replyError(ctx *fasthttp.RequestCtx, profile, revision string, err error) {
 	switch {
 	case errors.Is(err, inject.ErrMalformed):
 		s.log.Debug("malformed review", zap.Error(err))
 		ctx.Error(shortMessage(err), fasthttp.StatusBadRequest)
 	case errors.Is(err, inject.ErrUnknownProfile):
 		ctx.Error(fmt.Sprintf("unknown profile %q\n", profile), fasthttp.StatusNotFound)
+	case errors.Is(err, inject.ErrUnknownRevision):
+		ctx.Error(fmt.Sprintf("unknown revision or tag %q\n", revision), fasthttp.StatusNotFound)
 	default:
 		s.metrics.failures[inject.ReasonInternal].Inc()
 		s.log.Error("engine failed to answer", zap.String("profile", profile), zap.Error(err))

@@ -68,6 +68,7 @@ func logAdmission(log *zap.Logger, res *inject.Result, d time.Duration) {
 		zap.String("namespace", bytesString(ns)),
 		zap.String("pod", bytesString(pod)),
 		zap.String("profile", res.Profile),
+		zap.String("revision", res.Revision),
 		zap.String("decision", res.Decision.String()),
 		zap.String("reason", res.Reason.String()),
 		zap.Duration("duration", d),

@@ -1,6 +1,8 @@
 package webhook
 
 import (
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -13,8 +15,12 @@ import (
 const resultError = "error"
 
 // unknownProfile labels requests for a profile that does not exist, so a
-// client cannot grow the label set.
-const unknownProfile = "unknown"
+// client cannot grow the label set; unknownRevision labels requests
+// answered before a revision was chosen (HTTP errors).
+const (
+	unknownProfile  = "unknown"
+	unknownRevision = "unknown"
+)
 
 // metrics are graft's Prometheus series. Every label value is bound once
 // (at start, or when a reload brings new profiles or templates) so that
@@ -42,12 +48,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "graft_admission_requests_total",
-			Help: "Admission requests by profile, operation and result (a decision, or error for an HTTP error reply).",
-		}, []string{"profile", "operation", "result"}),
+			Help: "Admission requests by profile, revision, operation and result (a decision, or error for an HTTP error reply, whose revision is unknown).",
+		}, []string{"profile", "revision", "operation", "result"}),
 		injections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "graft_injections_total",
-			Help: "Templates injected, by template.",
-		}, []string{"template"}),
+			Help: "Templates injected, by template and revision.",
+		}, []string{"template", "revision"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "graft_admission_duration_seconds",
 			Help:    "Time from the request reaching the handler to the response being ready.",
@@ -118,45 +124,56 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 type profileCounters [][]prometheus.Counter
 
 // bindings are the label values that depend on the configuration: bound
-// when an engine is built, swapped in with it.
+// when the engines are built, swapped in with them. Counters are looked
+// up by revision, then profile or template.
 type bindings struct {
-	profiles   map[string]profileCounters
-	unknown    profileCounters
-	injections map[string]prometheus.Counter
+	requests   map[string]map[string]profileCounters
+	unknown    profileCounters // unknown profile or revision
+	injections map[string]map[string]prometheus.Counter
 }
 
-func (m *metrics) bind(profiles, templateNames []string) *bindings {
+func (m *metrics) bind(revisions, profiles, templateNames []string) *bindings {
 	b := &bindings{
-		profiles:   make(map[string]profileCounters, len(profiles)),
-		injections: make(map[string]prometheus.Counter, len(templateNames)),
+		requests:   make(map[string]map[string]profileCounters, len(revisions)+1),
+		injections: make(map[string]map[string]prometheus.Counter, len(revisions)),
 	}
-	for _, p := range profiles {
-		b.profiles[p] = m.profileCounters(p)
+	// HTTP errors come before a revision is chosen: they are counted
+	// under the revision "unknown", for a known profile or not.
+	for _, rev := range append(slices.Clone(revisions), unknownRevision) {
+		pcs := make(map[string]profileCounters, len(profiles))
+		for _, p := range profiles {
+			pcs[p] = m.profileCounters(p, rev)
+		}
+		b.requests[rev] = pcs
 	}
-	b.unknown = m.profileCounters(unknownProfile)
-	for _, t := range templateNames {
-		b.injections[t] = m.injections.WithLabelValues(t)
+	b.unknown = m.profileCounters(unknownProfile, unknownRevision)
+	for _, rev := range revisions {
+		tcs := make(map[string]prometheus.Counter, len(templateNames))
+		for _, t := range templateNames {
+			tcs[t] = m.injections.WithLabelValues(t, rev)
+		}
+		b.injections[rev] = tcs
 	}
 	return b
 }
 
-func (m *metrics) profileCounters(profile string) profileCounters {
+func (m *metrics) profileCounters(profile, revision string) profileCounters {
 	ops := inject.Operations()
 	decisions := inject.Decisions()
 	pc := make(profileCounters, len(ops))
 	for _, op := range ops {
 		row := make([]prometheus.Counter, len(decisions)+1)
 		for _, d := range decisions {
-			row[d] = m.requests.WithLabelValues(profile, op.String(), d.String())
+			row[d] = m.requests.WithLabelValues(profile, revision, op.String(), d.String())
 		}
-		row[len(decisions)] = m.requests.WithLabelValues(profile, op.String(), resultError)
+		row[len(decisions)] = m.requests.WithLabelValues(profile, revision, op.String(), resultError)
 		pc[op] = row
 	}
 	return pc
 }
 
-func (b *bindings) counters(profile string) profileCounters {
-	if pc, ok := b.profiles[profile]; ok {
+func (b *bindings) counters(profile, revision string) profileCounters {
+	if pc, ok := b.requests[revision][profile]; ok {
 		return pc
 	}
 	return b.unknown
@@ -164,7 +181,7 @@ func (b *bindings) counters(profile string) profileCounters {
 
 // observe counts one answered review.
 func (m *metrics) observe(b *bindings, res *inject.Result, seconds float64) {
-	pc := b.counters(res.Profile)
+	pc := b.counters(res.Profile, res.Revision)
 	if int(res.Operation) < len(pc) && int(res.Decision) < len(pc[res.Operation])-1 {
 		pc[res.Operation][res.Decision].Inc()
 	}
@@ -178,16 +195,18 @@ func (m *metrics) observe(b *bindings, res *inject.Result, seconds float64) {
 	}
 	if res.Decision == inject.DecisionInject {
 		m.patchBytes.Observe(float64(res.PatchBytes))
+		tcs := b.injections[res.Revision]
 		for _, t := range res.Templates {
-			if c, ok := b.injections[t]; ok {
+			if c, ok := tcs[t]; ok {
 				c.Inc()
 			}
 		}
 	}
 }
 
-// countError counts a request answered with an HTTP error.
+// countError counts a request answered with an HTTP error: no revision
+// was chosen for it.
 func (m *metrics) countError(b *bindings, profile string) {
-	row := b.counters(profile)[inject.OpUnknown]
+	row := b.counters(profile, unknownRevision)[inject.OpUnknown]
 	row[len(row)-1].Inc()
 }

@@ -37,13 +37,13 @@ func TestMetricsAfterSequence(t *testing.T) {
 		labels []string
 		want   float64
 	}{
-		{"graft_admission_requests_total", []string{"profile", "enabled", "operation", "CREATE", "result", "inject"}, 1},
-		{"graft_admission_requests_total", []string{"profile", "enabled", "operation", "CREATE", "result", "skip"}, 1},
-		{"graft_admission_requests_total", []string{"profile", "enabled", "operation", "UNKNOWN", "result", "error"}, 1},
-		{"graft_admission_requests_total", []string{"profile", "unknown", "operation", "UNKNOWN", "result", "error"}, 1},
-		{"graft_admission_requests_total", []string{"profile", "enabled", "operation", "CREATE", "result", "deny"}, 0},
+		{"graft_admission_requests_total", []string{"profile", "enabled", "revision", "default", "operation", "CREATE", "result", "inject"}, 1},
+		{"graft_admission_requests_total", []string{"profile", "enabled", "revision", "default", "operation", "CREATE", "result", "skip"}, 1},
+		{"graft_admission_requests_total", []string{"profile", "enabled", "revision", "unknown", "operation", "UNKNOWN", "result", "error"}, 1},
+		{"graft_admission_requests_total", []string{"profile", "unknown", "revision", "unknown", "operation", "UNKNOWN", "result", "error"}, 1},
+		{"graft_admission_requests_total", []string{"profile", "enabled", "revision", "default", "operation", "CREATE", "result", "deny"}, 0},
 		{"graft_skips_total", []string{"reason", "opted-out"}, 1},
-		{"graft_injections_total", []string{"template", "mesh-proxy"}, 1}, // enabled injects mesh-proxy,
+		{"graft_injections_total", []string{"template", "mesh-proxy", "revision", "default"}, 1}, // enabled injects mesh-proxy,
 		{"graft_admission_duration_seconds", nil, 4},
 		{"graft_patch_bytes", nil, 1},
 		{"graft_inflight_requests", nil, 0},
@@ -115,7 +115,7 @@ func TestAdmissionLog(t *testing.T) {
 	}
 	for k, want := range map[string]any{
 		"level": "info", "uid": req.Request.UID, "namespace": req.Request.Namespace, "pod": pod,
-		"profile": "enabled", "decision": "inject", "reason": "none",
+		"profile": "enabled", "revision": "default", "decision": "inject", "reason": "none",
 	} {
 		if inj[k] != want {
 			t.Errorf("inject line %s = %v, want %v", k, inj[k], want)

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 
 	"go.uber.org/zap"
@@ -63,10 +64,12 @@ func (s *Server) tryReload() error {
 	if err != nil {
 		return err
 	}
-	// The new engine answers the sample review before it takes traffic:
-	// that warms its caches and rejects a set that cannot serve.
-	if err := warmUp(st.eng); err != nil {
-		return err
+	// Every new engine answers the sample review before it takes
+	// traffic: that warms its caches and rejects a set that cannot serve.
+	for _, rev := range st.revs.Revisions() {
+		if err := warmUp(st.revs.Engine(rev)); err != nil {
+			return fmt.Errorf("revision %s: %w", rev, err)
+		}
 	}
 	// Keep serving with the settings the listeners were built with, taking
 	// only the hot ones from the new file.
@@ -83,6 +86,8 @@ func (s *Server) tryReload() error {
 		s.log.Info("warmed up; ready")
 	}
 	s.log.Info("configuration reloaded", zap.Strings("templates", l.set.Names()),
-		zap.String("default_profile", st.eng.DefaultProfile()))
+		zap.String("default_profile", st.eng.DefaultProfile()),
+		zap.Strings("revisions", st.revs.Revisions()), zap.Strings("tags", st.revs.Tags()),
+		zap.String("default_revision", st.revs.Default()))
 	return nil
 }

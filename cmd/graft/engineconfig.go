@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -30,19 +31,31 @@ func loadEngineConfig(configFile, templatesDir string) (inject.Config, *template
 	return f.Config, set, nil
 }
 
-// newOfflineEngine builds the engine the offline subcommands use and checks
-// that profile (empty: the default one) is configured.
-func newOfflineEngine(configFile, templatesDir, profile string) (*inject.Engine, error) {
-	cfg, set, err := loadEngineConfig(configFile, templatesDir)
+// newOfflineEngine builds the engines the offline subcommands use, one per
+// revision of the configuration, and checks that profile and revision
+// (empty: the defaults) are configured.
+func newOfflineEngine(configFile, templatesDir, profile, revision string) (*inject.Revisions, error) {
+	f, err := config.Load(configFile)
 	if err != nil {
 		return nil, err
 	}
 	if profile != "" {
-		if _, ok := cfg.Profiles[profile]; !ok {
-			return nil, fmt.Errorf("%w %q (configured: %s)", inject.ErrUnknownProfile, profile, profileNames(cfg))
+		if _, ok := f.Profiles[profile]; !ok {
+			return nil, fmt.Errorf("%w %q (configured: %s)", inject.ErrUnknownProfile, profile, profileNames(f.Config))
 		}
 	}
-	return inject.New(cfg, set)
+	rc, err := f.RevisionsConfig(cmp.Or(templatesDir, f.Server.TemplatesDir))
+	if err != nil {
+		return nil, err
+	}
+	revs, err := inject.NewRevisions(rc)
+	if err != nil {
+		return nil, err
+	}
+	if revision != "" && !slices.Contains(revs.Names(), revision) {
+		return nil, fmt.Errorf("%w %q (configured: %s)", inject.ErrUnknownRevision, revision, strings.Join(revs.Names(), ", "))
+	}
+	return revs, nil
 }
 
 func profileNames(cfg inject.Config) string {

@@ -87,6 +87,8 @@ type explained struct {
 	Decision  string           `json:"decision"`
 	Reason    string           `json:"reason"`
 	Profile   string           `json:"profile"`
+	Revision  string           `json:"revision"`
+	Tag       string           `json:"tag,omitempty"`
 	Templates []string         `json:"templates"`
 	Params    []explainedParam `json:"params"`
 	Warnings  []string         `json:"warnings"`
@@ -133,12 +135,13 @@ func (a *admitter) explain(d *document, spot podSpot, rep *reporter) (*explained
 		out.Decision, out.Reason, out.Message = "not-selected", sel.reason, sel.why
 		return out, nil
 	}
-	ex, err := a.engine.Explain(body, inject.Options{Profile: sel.profile})
+	ex, err := a.engine.Explain(body, inject.Options{Profile: sel.profile, Revision: sel.revision})
 	if err != nil {
 		return nil, err
 	}
 	out.Decision, out.Reason = ex.Result.Decision.String(), ex.Result.Reason.String()
 	out.Profile, out.Message = ex.Profile, ex.Message
+	out.Revision, out.Tag = ex.Result.Revision, ex.Selection.Tag
 	out.Templates = append(out.Templates, ex.Templates...)
 	out.Warnings = append(out.Warnings, ex.Warnings...)
 	for _, p := range ex.Params {

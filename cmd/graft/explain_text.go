@@ -33,6 +33,10 @@ func writeExplanationText(w io.Writer, ex *explained) error {
 		fmt.Fprintf(tw, "  message:\t%s\n", ex.Message)
 	}
 	fmt.Fprintf(tw, "  profile:\t%s\n", orNone(ex.Profile))
+	if ex.Revision != "" {
+		fmt.Fprintf(tw, "  revision:\t%s\n", ex.Revision)
+		fmt.Fprintf(tw, "  tag:\t%s\n", orNone(ex.Tag))
+	}
 	fmt.Fprintf(tw, "  templates:\t%s\n", orNone(strings.Join(ex.Templates, ", ")))
 	if err := tw.Flush(); err != nil {
 		return err

@@ -15,6 +15,7 @@ type offlineFlags struct {
 	files           []string
 	recursive       bool
 	profile         string
+	revision        string
 	config          string
 	templatesDir    string
 	namespace       string
@@ -46,7 +47,7 @@ func (f *offlineFlags) open(cmd *cobra.Command, args []string) (*offlineRun, err
 			return nil, err
 		}
 	}
-	engine, err := newOfflineEngine(f.config, f.templatesDir, f.profile)
+	engine, err := newOfflineEngine(f.config, f.templatesDir, f.profile, f.revision)
 	if err != nil {
 		return nil, err
 	}
@@ -60,6 +61,7 @@ func (f *offlineFlags) open(cmd *cobra.Command, args []string) (*offlineRun, err
 	}
 	sel.defaultProfile, sel.profiles = engine.DefaultProfile(), engine.Profiles()
 	sel.assumed = cmp.Or(f.profile, sel.defaultProfile)
+	sel.revision = f.revision
 	sel.declareNamespaces(docs)
 	return &offlineRun{
 		admitter: &admitter{engine: engine, sel: sel, namespace: f.namespace},
@@ -75,6 +77,7 @@ func (f *offlineFlags) register(cmd *cobra.Command, formats ...string) {
 	fl.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory of manifests, or - for stdin (repeatable; also as arguments)")
 	fl.BoolVarP(&f.recursive, "recursive", "R", false, "read the directories' subdirectories too")
 	fl.StringVar(&f.profile, "profile", "", "profile for namespaces whose labels are unknown, as if labelled graft.dev/inject=PROFILE (default: the configuration's default profile)")
+	fl.StringVar(&f.revision, "revision", "", "revision or tag for namespaces whose labels are unknown, as if labelled graft.dev/rev=REVISION (default: defaultRevision)")
 	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve")
 	fl.StringVar(&f.templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
 	fl.StringVarP(&f.namespace, "namespace", "n", "", `namespace for objects that name none (default "default")`)

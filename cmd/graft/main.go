@@ -47,6 +47,7 @@ func newRootCmd() *cobra.Command {
 		newTemplatesCmd(),
 		newCertsCmd(),
 		newExportCmd(),
+		newWebhooksCmd(),
 		newVersionCmd(),
 	)
 	return root

@@ -28,7 +28,7 @@ const offlineUser = "graft-offline"
 // to the webhook: a CREATE AdmissionReview (admission.k8s.io/v1) per Pod,
 // to the profile the namespace's labels select.
 type admitter struct {
-	engine *inject.Engine
+	engine offlineEngine
 	sel    *selector
 	// namespace is used for objects that do not name theirs.
 	namespace string
@@ -187,7 +187,7 @@ func (a *admitter) admit(spot podSpot) (verdict, error) {
 	if v.namespace, v.sel, body, err = a.request(spot); err != nil || body == nil {
 		return v, err
 	}
-	out, res, err := a.engine.Admit(nil, body, inject.Options{Profile: v.sel.profile})
+	out, res, err := a.engine.Admit(nil, body, inject.Options{Profile: v.sel.profile, Revision: v.sel.revision})
 	if err != nil {
 		return v, err
 	}

@@ -11,6 +11,10 @@ import (
 // injectLabel selects a namespace's profile, and opts a Pod out.
 const injectLabel = "graft.dev/inject"
 
+// revLabel selects a namespace's revision or tag (the default revision
+// without it).
+const revLabel = "graft.dev/rev"
+
 // enabledValue is the label value served by the default profile (/inject).
 const enabledValue = "enabled"
 
@@ -42,13 +46,17 @@ type selector struct {
 	declared map[string]map[string]string
 	// flagLabels are --namespace-labels, nil when not given.
 	flagLabels map[string]string
+	// revision is --revision: the revision of namespaces whose labels are
+	// unknown ("" the default revision).
+	revision string
 }
 
 // selection is the selector's answer for one namespace.
 type selection struct {
-	profile string // "" when graft is not called
-	label   string // the namespace's graft.dev/inject value, if any
-	from    string // fromNamespace, fromFlag or fromAssumed
+	profile  string // "" when graft is not called
+	revision string // the namespace's graft.dev/rev value, or --revision
+	label    string // the namespace's graft.dev/inject value, if any
+	from     string // fromNamespace, fromFlag or fromAssumed
 	// reason and why say why graft is not called, when it is not.
 	reason, why string
 }
@@ -62,7 +70,7 @@ func (s *selector) selectFor(ns string) selection {
 		labels, from = s.flagLabels, fromFlag
 	}
 	if labels == nil {
-		return selection{profile: s.assumed, label: s.labelFor(s.assumed), from: fromAssumed}
+		return selection{profile: s.assumed, revision: s.revision, label: s.labelFor(s.assumed), from: fromAssumed}
 	}
 	source := "--namespace-labels"
 	if from == fromNamespace {
@@ -74,9 +82,9 @@ func (s *selector) selectFor(ns string) selection {
 		return selection{from: from, reason: "namespace-not-selected",
 			why: fmt.Sprintf("namespace %s has no %s label (%s)", ns, injectLabel, source)}
 	case v == enabledValue:
-		return selection{profile: s.defaultProfile, label: v, from: from}
+		return selection{profile: s.defaultProfile, revision: labels[revLabel], label: v, from: from}
 	case slices.Contains(s.profiles, v):
-		return selection{profile: v, label: v, from: from}
+		return selection{profile: v, revision: labels[revLabel], label: v, from: from}
 	}
 	return selection{label: v, from: from, reason: "namespace-not-selected",
 		why: fmt.Sprintf("namespace %s has %s=%s (%s), which names no profile", ns, injectLabel, v, source)}

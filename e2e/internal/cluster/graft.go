@@ -103,6 +103,10 @@ func (g *graftServer) stop() error {
 	return g.proc.Stop(30 * time.Second)
 }
 
+// GraftConfigPath is the file graft serves with (--config), which it
+// reloads when it changes; empty when graft runs without one.
+func (c *Cluster) GraftConfigPath() string { return c.graft.configPath }
+
 // GraftLog returns graft's log so far (at most max bytes from its end).
 func (c *Cluster) GraftLog(max int64) string {
 	if c.graft == nil || c.graft.proc == nil {

@@ -1,0 +1,178 @@
+// Package registration writes the MutatingWebhookConfiguration a graft
+// configuration needs: for each profile, one webhook for namespaces
+// without a graft.dev/rev label (the default revision) and one for each
+// revision and tag. deploy/base ships its output for deploy/base's
+// configuration, so the registration cannot drift from the profiles and
+// revisions graft serves.
+package registration
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/graftdev/graft/config"
+)
+
+// Names users see, as FORMATS.md section 3 fixes them.
+const (
+	InjectLabel   = "graft.dev/inject"
+	RevisionLabel = "graft.dev/rev"
+	// nameSuffix ends every webhook's name: <profile>.inject.graft.dev,
+	// <profile>.<revision-or-tag>.rev.inject.graft.dev.
+	nameSuffix    = ".inject.graft.dev"
+	revNameSuffix = ".rev" + nameSuffix
+	namespaceName = "kubernetes.io/metadata.name"
+)
+
+// Options say where graft runs and what the output's header names.
+type Options struct {
+	// Service and Namespace are graft's Service; defaults graft and
+	// graft-system. The namespace is never sent to graft.
+	Service, Namespace string
+	// Source is the configuration's path as the header names it.
+	Source string
+}
+
+func (o *Options) defaults() {
+	o.Service = cmp.Or(o.Service, "graft")
+	o.Namespace = cmp.Or(o.Namespace, "graft-system")
+}
+
+// Webhooks returns the registration for f, a parsed configuration.
+func Webhooks(f config.File, o Options) (*admissionv1.MutatingWebhookConfiguration, error) {
+	o.defaults()
+	var err error
+	if f, err = f.Defaulted(); err != nil {
+		return nil, err
+	}
+	excluded := slices.Clone(f.ExcludedNamespaces)
+	if !slices.Contains(excluded, o.Namespace) {
+		excluded = append(excluded, o.Namespace)
+	}
+	g := generator{f: &f, o: o, excluded: excluded}
+	mwc := &admissionv1.MutatingWebhookConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{Name: "graft", Labels: map[string]string{"app.kubernetes.io/name": "graft"}},
+	}
+	routes := append(f.RevisionNames(), f.TagNames()...)
+	for _, profile := range profileOrder(&f) {
+		if err := checkProfileName(profile); err != nil {
+			return nil, err
+		}
+		mwc.Webhooks = append(mwc.Webhooks, g.webhook(profile, ""))
+		for _, rev := range routes {
+			mwc.Webhooks = append(mwc.Webhooks, g.webhook(profile, rev))
+		}
+	}
+	return mwc, nil
+}
+
+// profileOrder is the default profile, then the others sorted.
+func profileOrder(f *config.File) []string {
+	out := []string{f.DefaultProfile}
+	for _, p := range slices.Sorted(maps.Keys(f.Profiles)) {
+		if p != f.DefaultProfile {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// checkProfileName refuses a profile that cannot name a webhook or be a
+// label value.
+func checkProfileName(p string) error {
+	errs := validation.IsDNS1123Label(p)
+	if len(errs) == 0 {
+		errs = validation.IsDNS1123Subdomain(p + ".longest-revision-or-tag-name-a-label-may-have-63-chars" + revNameSuffix)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("profile %q cannot name a webhook: %s", p, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+type generator struct {
+	f        *config.File
+	o        Options
+	excluded []string
+}
+
+// webhook is profile's webhook for namespaces labelled graft.dev/rev=rev,
+// or without that label when rev is empty.
+func (g *generator) webhook(profile, rev string) admissionv1.MutatingWebhook {
+	name, path := profile+nameSuffix, "/inject/"+profile
+	revision := metav1.LabelSelectorRequirement{Key: RevisionLabel, Operator: metav1.LabelSelectorOpDoesNotExist}
+	if rev != "" {
+		name, path = profile+"."+rev+revNameSuffix, path+"/"+rev
+		revision = metav1.LabelSelectorRequirement{Key: RevisionLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{rev}}
+	} else if g.isDefaultProfile(profile) {
+		path = "/inject"
+	}
+	port := int32(443)
+	timeout := int32(3)
+	w := admissionv1.MutatingWebhook{
+		Name: name,
+		ClientConfig: admissionv1.WebhookClientConfig{Service: &admissionv1.ServiceReference{
+			Name: g.o.Service, Namespace: g.o.Namespace, Port: &port, Path: &path,
+		}},
+		NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: InjectLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{profile}},
+			revision,
+			{Key: namespaceName, Operator: metav1.LabelSelectorOpNotIn, Values: g.excluded},
+		}},
+		ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: InjectLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"false"}},
+		}},
+		MatchConditions: []admissionv1.MatchCondition{{
+			Name:       "not-mirror-pod",
+			Expression: "!has(object.metadata.annotations) || !('kubernetes.io/config.mirror' in object.metadata.annotations)",
+		}},
+		Rules: []admissionv1.RuleWithOperations{{
+			Operations: []admissionv1.OperationType{admissionv1.Create},
+			Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"},
+				Scope: ptr(admissionv1.NamespacedScope)},
+		}},
+		MatchPolicy:             ptr(admissionv1.Equivalent),
+		SideEffects:             ptr(admissionv1.SideEffectClassNone),
+		AdmissionReviewVersions: []string{"v1", "v1beta1"},
+		ReinvocationPolicy:      ptr(admissionv1.IfNeededReinvocationPolicy),
+		TimeoutSeconds:          &timeout,
+		FailurePolicy:           ptr(admissionv1.Ignore),
+	}
+	if !g.injectsHostNetwork(profile, rev) {
+		w.MatchConditions = append(w.MatchConditions, admissionv1.MatchCondition{
+			Name: "not-host-network", Expression: "!has(object.spec.hostNetwork) || !object.spec.hostNetwork",
+		})
+	}
+	return w
+}
+
+// isDefaultProfile reports whether /inject serves profile: it is the
+// default profile of every revision the default revision may choose.
+func (g *generator) isDefaultProfile(profile string) bool {
+	for _, rev := range g.f.Targets("") {
+		if cfg, _ := g.f.EngineConfig(rev); cfg.DefaultProfile != profile {
+			return false
+		}
+	}
+	return true
+}
+
+// injectsHostNetwork reports whether any revision rev (a revision or tag;
+// empty: the default) may choose injects profile into hostNetwork Pods:
+// then they must be sent to graft.
+func (g *generator) injectsHostNetwork(profile, rev string) bool {
+	return slices.ContainsFunc(g.f.Targets(rev), func(r string) bool {
+		cfg, _ := g.f.EngineConfig(r)
+		return cfg.Profiles[profile].InjectHostNetwork
+	})
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,194 @@
+package registration
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+
+	"github.com/graftdev/graft/config"
+)
+
+const revisionsYAML = `
+revision: v1
+defaultProfile: mesh
+profiles:
+  mesh: {templates: [mesh-proxy]}
+  agent: {templates: [agent]}
+  node: {templates: [agent], injectHostNetwork: true}
+revisions:
+  v2:
+    profiles:
+      agent: {templates: [agent], injectHostNetwork: true}
+tags:
+  stable: {revision: v1}
+  canary:
+    split: [{revision: v2, percent: 10}, {revision: v1, percent: 90}]
+excludedNamespaces: [kube-system, platform]
+`
+
+func parse(t *testing.T, data string) config.File {
+	t.Helper()
+	f, err := config.Parse("graft.yaml", []byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func byName(t *testing.T, mwc *admissionv1.MutatingWebhookConfiguration) map[string]admissionv1.MutatingWebhook {
+	t.Helper()
+	out := map[string]admissionv1.MutatingWebhook{}
+	for _, w := range mwc.Webhooks {
+		if _, dup := out[w.Name]; dup {
+			t.Fatalf("webhook %s twice", w.Name)
+		}
+		out[w.Name] = w
+	}
+	return out
+}
+
+func TestWebhooks(t *testing.T) {
+	mwc, err := Webhooks(parse(t, revisionsYAML), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks := byName(t, mwc)
+	// 3 profiles x (no label, v1, v2, canary, stable), the default profile first.
+	if len(mwc.Webhooks) != 15 || mwc.Webhooks[0].Name != "mesh.inject.graft.dev" {
+		t.Fatalf("%d webhooks, first %s", len(mwc.Webhooks), mwc.Webhooks[0].Name)
+	}
+	for _, tt := range []struct {
+		name, path  string
+		rev         *metav1.LabelSelectorRequirement
+		hostNetwork bool // sent hostNetwork Pods
+	}{
+		{"mesh.inject.graft.dev", "/inject", &metav1.LabelSelectorRequirement{Key: RevisionLabel, Operator: metav1.LabelSelectorOpDoesNotExist}, false},
+		{"agent.inject.graft.dev", "/inject/agent", nil, false},
+		{"node.inject.graft.dev", "/inject/node", nil, true},
+		{"mesh.v1.rev.inject.graft.dev", "/inject/mesh/v1", &metav1.LabelSelectorRequirement{Key: RevisionLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"v1"}}, false},
+		{"agent.v1.rev.inject.graft.dev", "/inject/agent/v1", nil, false},
+		{"agent.v2.rev.inject.graft.dev", "/inject/agent/v2", nil, true},
+		{"agent.stable.rev.inject.graft.dev", "/inject/agent/stable", nil, false},
+		// Some of canary's Pods get v2, which injects hostNetwork Pods.
+		{"agent.canary.rev.inject.graft.dev", "/inject/agent/canary", &metav1.LabelSelectorRequirement{Key: RevisionLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"canary"}}, true},
+		{"node.canary.rev.inject.graft.dev", "/inject/node/canary", nil, true},
+	} {
+		w, ok := hooks[tt.name]
+		if !ok {
+			t.Errorf("no webhook %s", tt.name)
+			continue
+		}
+		svc := w.ClientConfig.Service
+		if svc.Name != "graft" || svc.Namespace != "graft-system" || *svc.Port != 443 || *svc.Path != tt.path {
+			t.Errorf("%s: service %s/%s:%d%s, want graft/graft-system:443%s", tt.name, svc.Namespace, svc.Name, *svc.Port, *svc.Path, tt.path)
+		}
+		exprs := w.NamespaceSelector.MatchExpressions
+		if len(exprs) != 3 || exprs[0].Key != InjectLabel || exprs[2].Key != namespaceName ||
+			!slices.Equal(exprs[2].Values, []string{"kube-system", "platform", "graft-system"}) {
+			t.Errorf("%s: namespaceSelector %+v", tt.name, exprs)
+		}
+		if tt.rev != nil && !reflect.DeepEqual(exprs[1], *tt.rev) {
+			t.Errorf("%s: revision requirement %+v, want %+v", tt.name, exprs[1], *tt.rev)
+		}
+		skipsHostNetwork := slices.ContainsFunc(w.MatchConditions, func(c admissionv1.MatchCondition) bool { return c.Name == "not-host-network" })
+		if skipsHostNetwork == tt.hostNetwork {
+			t.Errorf("%s: skips hostNetwork Pods = %v", tt.name, skipsHostNetwork)
+		}
+	}
+}
+
+// TestEachNamespaceOneWebhook: a namespace is sent to exactly one webhook
+// for its profile and revision, and to none when its labels name no
+// profile, no revision or tag, or it is excluded.
+func TestEachNamespaceOneWebhook(t *testing.T) {
+	mwc, err := Webhooks(parse(t, revisionsYAML), Options{Namespace: "graft"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		labels map[string]string
+		want   string
+	}{
+		{map[string]string{InjectLabel: "agent", namespaceName: "shop"}, "agent.inject.graft.dev"},
+		{map[string]string{InjectLabel: "agent", RevisionLabel: "canary", namespaceName: "shop"}, "agent.canary.rev.inject.graft.dev"},
+		{map[string]string{InjectLabel: "mesh", RevisionLabel: "v2", namespaceName: "shop"}, "mesh.v2.rev.inject.graft.dev"},
+		{map[string]string{InjectLabel: "mesh", RevisionLabel: "v3", namespaceName: "shop"}, ""},
+		{map[string]string{InjectLabel: "other", namespaceName: "shop"}, ""},
+		{map[string]string{RevisionLabel: "v2", namespaceName: "shop"}, ""},
+		{map[string]string{InjectLabel: "agent", namespaceName: "platform"}, ""},
+		{map[string]string{InjectLabel: "agent", RevisionLabel: "v1", namespaceName: "graft"}, ""},
+	} {
+		var got []string
+		for _, w := range mwc.Webhooks {
+			sel, err := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
+			if err != nil {
+				t.Fatalf("%s: %v", w.Name, err)
+			}
+			if sel.Matches(labels.Set(tt.labels)) {
+				got = append(got, w.Name)
+			}
+		}
+		if want := []string{tt.want}; (tt.want == "" && len(got) != 0) || (tt.want != "" && !slices.Equal(got, want)) {
+			t.Errorf("namespace %v: webhooks %v, want %q", tt.labels, got, tt.want)
+		}
+	}
+}
+
+// TestDefaultProfilePath: /inject serves the default revision's default
+// profile, so only a profile that is that in every revision the default
+// revision may choose is registered on it.
+func TestDefaultProfilePath(t *testing.T) {
+	data := revisionsYAML + "defaultRevision: canary\n"
+	for _, tt := range []struct{ v2Default, want string }{{"", "/inject"}, {"agent", "/inject/mesh"}} {
+		f := parse(t, data)
+		f.Revisions["v2"] = config.Revision{DefaultProfile: tt.v2Default}
+		mwc, err := Webhooks(f, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := *byName(t, mwc)["mesh.inject.graft.dev"].ClientConfig.Service.Path; got != tt.want {
+			t.Errorf("v2's default profile %q: mesh's path %s, want %s", tt.v2Default, got, tt.want)
+		}
+	}
+}
+
+func TestBadProfileName(t *testing.T) {
+	_, err := Webhooks(parse(t, "defaultProfile: a\nprofiles:\n  a: {templates: [agent]}\n  Big_Name: {templates: [agent]}\n"), Options{})
+	if err == nil || !strings.Contains(err.Error(), `profile "Big_Name" cannot name a webhook`) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// TestYAMLReadsBack: the written YAML is exactly the registration, read
+// strictly as the API types.
+func TestYAMLReadsBack(t *testing.T) {
+	f := parse(t, revisionsYAML)
+	out, err := YAML(f, Options{Source: "graft.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(out), "# Generated by `graft webhooks --config graft.yaml`") {
+		t.Errorf("header: %.100s", out)
+	}
+	var got admissionv1.MutatingWebhookConfiguration
+	if err := yaml.UnmarshalStrict(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	want, err := Webhooks(f, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(&got, want) {
+		t.Errorf("the YAML reads back as\n%+v\nwant\n%+v", got, want)
+	}
+	again, err := YAML(f, Options{Source: "graft.yaml"})
+	if err != nil || string(again) != string(out) {
+		t.Errorf("two runs differ (%v)", err)
+	}
+}
