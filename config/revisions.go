@@ -29,14 +29,19 @@ type Revision struct {
 
 // Tag names one revision, or splits Pods between revisions by percentage.
 type Tag struct {
-	Revision string  `json:"revision,omitempty"`
-	Split    []Share `json:"split,omitempty"`
+	// Revision is the revision the tag names; set it or split, not both.
+	Revision string `json:"revision,omitempty"`
+	// Split shares the tag's Pods between revisions, whole percentages
+	// adding up to 100; all Pods of one controller get the same revision.
+	Split []Share `json:"split,omitempty"`
 }
 
 // Share is one revision's whole percentage of a split tag.
 type Share struct {
+	// Revision is the revision that gets this share.
 	Revision string `json:"revision"`
-	Percent  int    `json:"percent"`
+	// Percent is the share, 1 to 100.
+	Percent int `json:"percent"`
 }
 
 // topRevision is the top level's revision name, defaulted.

@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -101,29 +100,28 @@ func admitPod(t *testing.T, engine *inject.Engine, profile, pod string) ([]byte,
 const appPod = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"apps"},` +
 	`"spec":{"containers":[{"name":"app","image":"app:1"}]}}`
 
-// statusV2 rewrites a Pod's graft.dev/status from today's form into
-// version 2 (FORMATS.md section 1): the flat "injected" list first, then
-// one templates entry holding the lists.
-func statusV2(t *testing.T, p *corev1.Pod) {
+// statusV1 rewrites a Pod's graft.dev/status from the version 2 record
+// graft writes into version 1, which graft wrote before and which Pods
+// created then still carry.
+func statusV1(t *testing.T, p *corev1.Pod) {
 	t.Helper()
-	var v1 struct {
-		Templates      []string `json:"templates"`
-		Containers     []string `json:"containers"`
-		InitContainers []string `json:"initContainers"`
-		Volumes        []string `json:"volumes"`
-	}
-	if err := json.Unmarshal([]byte(p.Annotations["graft.dev/status"]), &v1); err != nil {
+	st, err := inject.ParseStatus(p.Annotations["graft.dev/status"])
+	if err != nil {
 		t.Fatalf("status: %v", err)
 	}
-	injected := append(slices.Clone(v1.InitContainers), v1.Containers...)
-	var b strings.Builder
-	b.WriteString(`{"version":2`)
-	if len(injected) > 0 {
-		fmt.Fprintf(&b, `,"injected":%s`, mustJSON(t, injected))
+	var v1 struct {
+		Templates      []string `json:"templates"`
+		Containers     []string `json:"containers,omitempty"`
+		InitContainers []string `json:"initContainers,omitempty"`
+		Volumes        []string `json:"volumes,omitempty"`
 	}
-	fmt.Fprintf(&b, `,"templates":[{"name":%s,"revision":"default","digest":"9f86d081884c7d65","initContainers":%s,"containers":%s,"volumes":%s}]}`,
-		mustJSON(t, strings.Join(v1.Templates, "+")), mustJSON(t, orEmpty(v1.InitContainers)), mustJSON(t, orEmpty(v1.Containers)), mustJSON(t, orEmpty(v1.Volumes)))
-	p.Annotations["graft.dev/status"] = b.String()
+	for _, ts := range st.Templates {
+		v1.Templates = append(v1.Templates, ts.Name)
+		v1.Containers = append(v1.Containers, ts.Containers...)
+		v1.InitContainers = append(v1.InitContainers, ts.InitContainers...)
+		v1.Volumes = append(v1.Volumes, ts.Volumes...)
+	}
+	p.Annotations["graft.dev/status"] = mustJSON(t, v1)
 }
 
 func orEmpty(s []string) []string {
@@ -144,7 +142,8 @@ func mustJSON(t *testing.T, v any) string {
 
 // TestPolicyReadsGraftStatus: for a Pod the real engine injected with each
 // shipped profile, the policy admits it with graft.dev/status as graft
-// writes it today and as version 2 writes it, and refuses it, with the
+// writes it (version 2) and as graft wrote it before (version 1), and
+// refuses it, with the
 // message naming the cause, once any container graft added is missing. So
 // a change to the annotation's format cannot silently make the policy
 // refuse every injected Pod (or accept any).
@@ -160,9 +159,9 @@ func TestPolicyReadsGraftStatus(t *testing.T) {
 		if err := json.Unmarshal(patched, &injected); err != nil {
 			t.Fatal(err)
 		}
-		v2 := injected.DeepCopy()
-		statusV2(t, v2)
-		for form, pod := range map[string]*corev1.Pod{"v1": &injected, "v2": v2} {
+		v1 := injected.DeepCopy()
+		statusV1(t, v1)
+		for form, pod := range map[string]*corev1.Pod{"v1": v1, "v2": &injected} {
 			t.Run(name+"/"+form, func(t *testing.T) {
 				ns := map[string]string{injectLabel: name}
 				got := policy.evaluate(t, mustJSON(t, pod), ns)

@@ -3,7 +3,7 @@ package inject
 import "slices"
 
 // Writing graft.dev/status: the record the Pod carried, merged with what
-// this request adds, in the one canonical form FORMATS.md section 1 gives
+// this request adds, in one canonical form
 // (keys in a fixed order, empty lists and maps left out), so a Pod that
 // needs nothing more compares equal byte for byte and is not patched.
 //

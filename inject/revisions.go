@@ -98,8 +98,11 @@ func NewRevisions(c RevisionsConfig, opts ...EngineOption) (*Revisions, error) {
 	r := &Revisions{choices: make(map[string]*choice, len(c.Revisions)+len(c.Tags))}
 	for _, rc := range c.Revisions {
 		eng, err := New(rc.Config, rc.Templates, opts...)
-		if err != nil {
+		if err != nil && len(c.Revisions) > 1 {
 			return nil, fmt.Errorf("revision %q: %w", cmp.Or(rc.Config.Revision, DefaultRevision), err)
+		}
+		if err != nil {
+			return nil, err // the only revision: naming it tells nothing
 		}
 		name := eng.Revision()
 		if _, dup := r.choices[name]; dup {

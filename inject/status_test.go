@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// formatsExample is FORMATS.md section 1's example, as graft writes it.
+// formatsExample is the README's example record, as graft writes it.
 const formatsExample = `{"version":2,"injected":["graft-proxy","graft-otel-agent"],"templates":[` +
 	`{"name":"mesh-proxy","revision":"default","digest":"9f86d081884c7d65","initContainers":["graft-proxy"],` +
 	`"annotations":["redirect.graft.dev/mode"],"appContainers":{"app":{"env":["OTEL_SERVICE_NAME"],"volumeMounts":["graft-otel"]}}},` +

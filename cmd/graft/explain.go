@@ -5,8 +5,6 @@ import (
 	"errors"
 
 	"github.com/spf13/cobra"
-
-	"github.com/graftdev/graft/inject"
 )
 
 func newExplainCmd() *cobra.Command {
@@ -135,7 +133,7 @@ func (a *admitter) explain(d *document, spot podSpot, rep *reporter) (*explained
 		out.Decision, out.Reason, out.Message = "not-selected", sel.reason, sel.why
 		return out, nil
 	}
-	ex, err := a.engine.Explain(body, inject.Options{Profile: sel.profile, Revision: sel.revision})
+	ex, err := a.engine.Explain(body, sel.options())
 	if err != nil {
 		return nil, err
 	}

@@ -187,7 +187,7 @@ func (a *admitter) admit(spot podSpot) (verdict, error) {
 	if v.namespace, v.sel, body, err = a.request(spot); err != nil || body == nil {
 		return v, err
 	}
-	out, res, err := a.engine.Admit(nil, body, inject.Options{Profile: v.sel.profile, Revision: v.sel.revision})
+	out, res, err := a.engine.Admit(nil, body, v.sel.options())
 	if err != nil {
 		return v, err
 	}

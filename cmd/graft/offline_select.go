@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/graftdev/graft/inject"
 )
 
 // injectLabel selects a namespace's profile, and opts a Pod out.
@@ -59,6 +61,12 @@ type selection struct {
 	from     string // fromNamespace, fromFlag or fromAssumed
 	// reason and why say why graft is not called, when it is not.
 	reason, why string
+}
+
+// options are the engine options of the webhook that serves the
+// selection.
+func (sel selection) options() inject.Options {
+	return inject.Options{Profile: sel.profile, Revision: sel.revision}
 }
 
 func (s *selector) selectFor(ns string) selection {

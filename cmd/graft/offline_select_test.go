@@ -23,38 +23,50 @@ func TestSelectorFollowsTheShippedWebhookConfiguration(t *testing.T) {
 	if err := yaml.Unmarshal(data, &mwc); err != nil { // merge keys override: not strict
 		t.Fatal(err)
 	}
-	e := newTestEngine(t)
+	e, err := newOfflineEngine("", "", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	sel := &selector{defaultProfile: e.DefaultProfile(), profiles: e.Profiles(), assumed: e.DefaultProfile(), declared: map[string]map[string]string{}}
-	if len(mwc.Webhooks) != len(e.Profiles()) {
-		t.Errorf("%d webhooks for %d profiles", len(mwc.Webhooks), len(e.Profiles()))
+	// One webhook per profile for namespaces without graft.dev/rev, and one
+	// per profile and revision or tag for those that name one.
+	if want := len(e.Profiles()) * (1 + len(e.Names())); len(mwc.Webhooks) != want {
+		t.Errorf("%d webhooks for %d profiles and revisions/tags %v, want %d", len(mwc.Webhooks), len(e.Profiles()), e.Names(), want)
 	}
 	for _, w := range mwc.Webhooks {
-		var value string
+		labels := map[string]string{}
 		var excluded []string
 		for _, r := range w.NamespaceSelector.MatchExpressions {
 			switch {
 			case r.Key == injectLabel && r.Operator == metav1.LabelSelectorOpIn && len(r.Values) == 1:
-				value = r.Values[0]
+				labels[injectLabel] = r.Values[0]
+			case r.Key == revLabel && r.Operator == metav1.LabelSelectorOpIn && len(r.Values) == 1:
+				labels[revLabel] = r.Values[0]
+			case r.Key == revLabel && r.Operator == metav1.LabelSelectorOpDoesNotExist:
 			case r.Key == "kubernetes.io/metadata.name" && r.Operator == metav1.LabelSelectorOpNotIn:
 				excluded = r.Values
 			default:
 				t.Errorf("%s: namespace selector %v: not what the selector models", w.Name, r)
 			}
 		}
+		value := labels[injectLabel]
 		if !slices.Equal(excluded, neverSelected()) {
 			t.Errorf("%s excludes %v; the selector, %v", w.Name, excluded, neverSelected())
 		}
 		if got := w.ObjectSelector.MatchExpressions; len(got) != 1 || got[0].Key != injectLabel || got[0].Operator != metav1.LabelSelectorOpNotIn || !slices.Equal(got[0].Values, []string{"false"}) {
 			t.Errorf("%s: object selector %v: want %s NotIn [false]", w.Name, got, injectLabel)
 		}
-		sel.declared["ns"] = map[string]string{injectLabel: value}
+		sel.declared["ns"] = labels
 		got := sel.selectFor("ns")
 		path := "/inject"
-		if got.profile != e.DefaultProfile() {
+		switch {
+		case got.revision != "":
+			path += "/" + got.profile + "/" + got.revision
+		case got.profile != e.DefaultProfile():
 			path += "/" + got.profile
 		}
 		if w.ClientConfig.Service == nil || *w.ClientConfig.Service.Path != path {
-			t.Errorf("%s: a namespace labelled %s=%s goes to %v; the selector picks profile %q (%s)", w.Name, injectLabel, value, w.ClientConfig.Service, got.profile, path)
+			t.Errorf("%s: a namespace labelled %v goes to %v; the selector picks profile %q, revision %q (%s)", w.Name, labels, w.ClientConfig.Service, got.profile, got.revision, path)
 		}
 		for _, ns := range excluded {
 			sel.declared[ns] = map[string]string{injectLabel: value}

@@ -137,23 +137,37 @@ func TestServeRejectsBadFlags(t *testing.T) {
 }
 
 // waitLog waits for the JSON log line with message msg.
-func waitLog(t *testing.T, logs *lockedBuffer, msg string, exit <-chan int) map[string]any {
+func waitLog(t *testing.T, logs *lockedBuffer, msg string, exit chan int) map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		for _, line := range strings.Split(logs.String(), "\n") {
-			var m map[string]any
-			if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == msg {
-				return m
-			}
+		if m := findLog(logs, msg); m != nil {
+			return m
 		}
 		select {
 		case code := <-exit:
+			// The line may have been written just before the exit: look
+			// once more, and leave the code for the caller.
+			exit <- code
+			if m := findLog(logs, msg); m != nil {
+				return m
+			}
 			t.Fatalf("graft serve exited %d; logs:\n%s", code, logs.String())
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
 	t.Fatalf("no %q log line; logs:\n%s", msg, logs.String())
+	return nil
+}
+
+// findLog returns the first JSON log line whose msg is msg, or nil.
+func findLog(logs *lockedBuffer, msg string) map[string]any {
+	for _, line := range strings.Split(logs.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == msg {
+			return m
+		}
+	}
 	return nil
 }
 

@@ -20,7 +20,7 @@ import (
 	"github.com/graftdev/graft/config"
 )
 
-// Names users see, as FORMATS.md section 3 fixes them.
+// Names users see: labels, annotations, routes and webhook names.
 const (
 	InjectLabel   = "graft.dev/inject"
 	RevisionLabel = "graft.dev/rev"
