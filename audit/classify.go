@@ -73,17 +73,17 @@ func classList() string {
 // Causes, as Verdict.Cause reports them.
 const (
 	// Missing.
-	CauseLabelledAfter  = "namespace-labelled-after" // the namespace's graft.dev/inject label was written after the Pod was created
-	CauseWithoutGraft   = "admitted-without-graft"   // graft failing open, down under failurePolicy Ignore, or not installed
-	CauseNotCalled      = "webhook-not-selected"     // the namespace asks for graft but no webhook selects it
-	CauseWouldBeDenied  = "would-be-denied"          // graft would refuse the Pod now (invalid parameters, ...); also stale
+	CauseLabelledAfter = "namespace-labelled-after" // the namespace's graft.dev/inject label was written after the Pod was created
+	CauseWithoutGraft  = "admitted-without-graft"   // graft failing open, down under failurePolicy Ignore, or not installed
+	CauseNotCalled     = "webhook-not-selected"     // the namespace asks for graft but no webhook selects it
+	CauseWouldBeDenied = "would-be-denied"          // graft would refuse the Pod now (invalid parameters, ...); also stale
 
 	// Stale.
 	CauseTemplateAbsent = "template-not-injected" // a template graft would inject has no record
-	CauseRevision       = "revision-changed"    // another revision or digest than now
-	CauseLegacyRecord   = "version-1-record"    // a version 1 record: no revision or digest
-	CauseRevisionGone   = "revision-not-served" // the recorded revision is no longer configured
-	CauseIncompleteCopy = "incomplete"          // recorded as current, yet graft would still patch it
+	CauseRevision       = "revision-changed"      // another revision or digest than now
+	CauseLegacyRecord   = "version-1-record"      // a version 1 record: no revision or digest
+	CauseRevisionGone   = "revision-not-served"   // the recorded revision is no longer configured
+	CauseIncompleteCopy = "incomplete"            // recorded as current, yet graft would still patch it
 
 	// Spoofed.
 	CauseUnreadable   = "unreadable-status"   // graft.dev/status does not parse
