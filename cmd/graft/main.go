@@ -48,6 +48,7 @@ func newRootCmd() *cobra.Command {
 		newServeCmd(),
 		newInjectCmd(),
 		newExplainCmd(),
+		newUninjectCmd(),
 		newAuditCmd(),
 		newRenderCmd(),
 		newTemplatesCmd(),
