@@ -226,7 +226,7 @@ func (a *Auditor) Classify(ns Namespace, p Pod) (Verdict, error) {
 		return v.with(NotSelected, "namespace-not-selected", why), nil
 	}
 	v.Profile = sel.Profile
-	ex, err := a.engine.Explain(review(p), inject.Options{Profile: sel.Profile, Revision: sel.Revision})
+	ex, err := a.engine.Explain(Review(p), inject.Options{Profile: sel.Profile, Revision: sel.Revision})
 	if err != nil {
 		return v, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
@@ -298,9 +298,9 @@ func optOutLike(v string) bool {
 	return false
 }
 
-// review wraps p into the CREATE AdmissionReview the API server would
+// Review wraps p into the CREATE AdmissionReview the API server would
 // send; the Pod's bytes are copied in as they are.
-func review(p Pod) []byte {
+func Review(p Pod) []byte {
 	str := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	var b strings.Builder
 	b.Grow(len(p.JSON) + 512)

@@ -70,7 +70,7 @@ func injected(t *testing.T, eng *inject.Revisions, profile string, p *corev1.Pod
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, res, err := eng.Admit(nil, review(Pod{Namespace: p.Namespace, Name: p.Name, JSON: raw}), inject.Options{Profile: profile})
+	out, res, err := eng.Admit(nil, Review(Pod{Namespace: p.Namespace, Name: p.Name, JSON: raw}), inject.Options{Profile: profile})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package audit
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
+	"maps"
 	"slices"
 	"strings"
 
@@ -66,7 +66,11 @@ func findContainer(p *corev1.Pod, name string) *corev1.Container {
 }
 
 // containerChanges names what differs between two versions of a
-// container: the image with both values, other parts by field name.
+// container: the image with both values, other parts by field name. The
+// running container has been through the API server's defaulting
+// (fieldRef apiVersion, port protocol, probe timings), so only what
+// defaulting leaves alone is compared: command, args, env names and
+// values, port names and numbers, resources.
 func containerChanges(name string, b, a *corev1.Container) []string {
 	var out []string
 	if b.Image != a.Image {
@@ -75,20 +79,48 @@ func containerChanges(name string, b, a *corev1.Container) []string {
 	var fields []string
 	for _, f := range []struct {
 		name string
-		b, a any
+		b, a []string
 	}{
-		{"command", b.Command, a.Command}, {"args", b.Args, a.Args}, {"env", b.Env, a.Env},
-		{"ports", b.Ports, a.Ports}, {"resources", b.Resources, a.Resources},
-		{"volumeMounts", b.VolumeMounts, a.VolumeMounts}, {"probes", []any{b.ReadinessProbe, b.LivenessProbe, b.StartupProbe},
-			[]any{a.ReadinessProbe, a.LivenessProbe, a.StartupProbe}},
-		{"securityContext", b.SecurityContext, a.SecurityContext},
+		{"command", b.Command, a.Command}, {"args", b.Args, a.Args},
+		{"env", envText(b.Env), envText(a.Env)}, {"ports", portText(b.Ports), portText(a.Ports)},
+		{"resources", resourceText(b.Resources), resourceText(a.Resources)},
 	} {
-		if !reflect.DeepEqual(f.b, f.a) {
+		if !slices.Equal(f.b, f.a) {
 			fields = append(fields, f.name)
 		}
 	}
 	if len(fields) > 0 {
 		out = append(out, fmt.Sprintf("container %s: %s", name, strings.Join(fields, ", ")))
+	}
+	return out
+}
+
+func envText(env []corev1.EnvVar) []string {
+	out := make([]string, len(env))
+	for i, e := range env {
+		out[i] = e.Name + "=" + e.Value
+	}
+	return out
+}
+
+func portText(ports []corev1.ContainerPort) []string {
+	out := make([]string, len(ports))
+	for i, p := range ports {
+		out[i] = fmt.Sprintf("%s:%d", p.Name, p.ContainerPort)
+	}
+	return out
+}
+
+func resourceText(r corev1.ResourceRequirements) []string {
+	var out []string
+	for _, l := range []struct {
+		kind string
+		list corev1.ResourceList
+	}{{"requests", r.Requests}, {"limits", r.Limits}} {
+		for _, k := range slices.Sorted(maps.Keys(l.list)) {
+			q := l.list[k]
+			out = append(out, l.kind+"."+string(k)+"="+q.String())
+		}
 	}
 	return out
 }

@@ -270,6 +270,26 @@ func TestAudit(t *testing.T) {
 		t.Error("no graft_audit_last_run_timestamp_seconds")
 	}
 
+	// Live explain: the webhook's decision and the audit class.
+	for _, c := range []struct {
+		ref, ns string
+		want    []string
+	}{
+		{"pod/" + stale[0].Name, nsStale, []string{"(read from the cluster)", "label:      graft.dev/inject=enabled (its Namespace in the cluster)",
+			"decision:   inject", "revision:   default", "audit:      stale (revision-changed)", "image " + auditOldImage + " -> "}},
+		{"pod/" + current[0].Name, nsCurrent, []string{"reason:     already-injected", "audit:      current", "patch: none"}},
+		{"po/" + down[0].Name, nsDown, []string{"audit:      missing (admitted-without-graft)", "op: add"}},
+		{"deploy/web", nsCurrent, []string{"deployment/web in namespace audit-current", "decision:   inject", "templates:  agent"}},
+		{"pod/" + off[0].Name, nsOff, []string{"decision:   not-selected", "audit:      not-selected (namespace-not-selected)"}},
+	} {
+		out := explainLive(t, kubeconfig, c.ref, c.ns)
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("graft explain %s -n %s does not say %q:\n%s", c.ref, c.ns, w, out)
+			}
+		}
+	}
+
 	// --fail-on: 3 when a Pod is in a listed class, 0 otherwise.
 	if _, code := runAudit(t, kubeconfig, "-n", nsStale, "--fail-on", "stale,missing,spoofed"); code != 3 {
 		t.Errorf("--fail-on stale in %s: exit %d, want 3", nsStale, code)
@@ -277,6 +297,16 @@ func TestAudit(t *testing.T) {
 	if _, code := runAudit(t, kubeconfig, "-n", nsCurrent, "--fail-on", "stale,missing,spoofed"); code != 0 {
 		t.Errorf("--fail-on stale,missing,spoofed in %s: exit %d, want 0", nsCurrent, code)
 	}
+}
+
+// explainLive runs graft explain KIND/NAME against the suite's cluster.
+func explainLive(t *testing.T, kubeconfig, ref, ns string) string {
+	t.Helper()
+	out, err := exec.Command(graftBin(t), "explain", ref, "-n", ns, "--kubeconfig", kubeconfig, "--config", env.cluster.GraftConfigPath()).CombinedOutput()
+	if err != nil {
+		t.Fatalf("graft explain %s: %v\n%s", ref, err, out)
+	}
+	return string(out)
 }
 
 // runAudit runs graft audit with the suite's configuration; it returns

@@ -35,12 +35,26 @@ func (f *clusterFlags) register(cmd *cobra.Command) {
 // client builds a clientset speaking protobuf, the API server's cheapest
 // encoding to produce and decode.
 func (f *clusterFlags) client() (kubernetes.Interface, error) {
+	c, _, err := f.clientAndNamespace("")
+	return c, err
+}
+
+// clientAndNamespace is client, and the namespace to use: namespace if
+// given, else the kubeconfig context's (in a cluster, the Pod's own),
+// else "default", as kubectl chooses.
+func (f *clusterFlags) clientAndNamespace(namespace string) (kubernetes.Interface, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = f.kubeconfig
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context})
+	if namespace == "" {
+		var err error
+		if namespace, _, err = cc.Namespace(); err != nil {
+			return nil, "", fmt.Errorf("kubeconfig: %w", err)
+		}
+	}
 	cfg, err := cc.ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
+		return nil, "", fmt.Errorf("kubeconfig: %w", err)
 	}
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
@@ -49,9 +63,9 @@ func (f *clusterFlags) client() (kubernetes.Interface, error) {
 	cfg.UserAgent = "graft/" + version
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
+		return nil, "", fmt.Errorf("kubernetes client: %w", err)
 	}
-	return c, nil
+	return c, namespace, nil
 }
 
 // listPages LISTs in pages of chunk items (Limit and Continue), handing
