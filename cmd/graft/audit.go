@@ -124,7 +124,7 @@ func runAudit(cmd *cobra.Command, f *auditFlags) error {
 				found = append(found, fmt.Sprintf("%d %s", counts[c], c))
 			}
 		}
-		return &exitError{code: exitFound, err: fmt.Errorf("Pods in --fail-on classes: %s", strings.Join(found, ", "))}
+		return &exitError{code: exitFound, err: fmt.Errorf("pods in --fail-on classes: %s", strings.Join(found, ", "))}
 	}
 	return nil
 }

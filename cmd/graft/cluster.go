@@ -106,7 +106,7 @@ func labelWritten(entries []metav1.ManagedFieldsEntry, key string) time.Time {
 				Labels map[string]json.RawMessage `json:"f:labels"`
 			} `json:"f:metadata"`
 		}
-		if json.Unmarshal(e.FieldsV1.Raw, &fields) != nil {
+		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields) != nil {
 			continue
 		}
 		if _, ok := fields.Metadata.Labels["f:"+key]; ok && e.Time.After(at) {
