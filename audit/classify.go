@@ -213,7 +213,7 @@ func (a *Auditor) Classify(ns Namespace, p Pod) (Verdict, error) {
 	case p.Labels[InjectLabel] == "false":
 		return v.with(OptedOut, "", "the Pod is labelled "+InjectLabel+"=false"), nil
 	case sel.Profile == "":
-		if st == nil && sel.Label != "" && !optOutLike(sel.Label) {
+		if st == nil && sel.Label != "" && !OptOutLike(sel.Label) {
 			return v.with(Missing, CauseNotCalled, sel.Why+": no webhook of graft is called for its Pods"), nil
 		}
 		return v.with(NotSelected, sel.Reason, sel.Why), nil
@@ -288,9 +288,9 @@ func isDigest(s string) bool {
 	return true
 }
 
-// optOutLike reports namespace label values that mean "no" rather than
-// naming a profile that does not exist.
-func optOutLike(v string) bool {
+// OptOutLike reports graft.dev/inject values people write meaning "no",
+// rather than naming a profile that does not exist.
+func OptOutLike(v string) bool {
 	switch strings.ToLower(v) {
 	case "false", "no", "n", "off", "0", "disabled", "disable", "none", "skip", "exclude", "excluded":
 		return true

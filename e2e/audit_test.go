@@ -21,8 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
 	"github.com/prometheus/common/expfmt"
@@ -333,14 +331,8 @@ func runAudit(t *testing.T, kubeconfig string, args ...string) ([]byte, int) {
 // writeKubeconfig writes a kubeconfig reaching the suite's API server.
 func writeKubeconfig(t *testing.T) string {
 	t.Helper()
-	rc := env.cluster.RESTConfig()
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData}
-	cfg.AuthInfos["e2e"] = &clientcmdapi.AuthInfo{Token: rc.BearerToken}
-	cfg.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "e2e"}
-	cfg.CurrentContext = "e2e"
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+	if err := env.cluster.WriteKubeconfig(path); err != nil {
 		t.Fatal(err)
 	}
 	return path

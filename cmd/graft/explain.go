@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"github.com/spf13/cobra"
+
+	"github.com/graftdev/graft/inject"
 )
 
 func newExplainCmd() *cobra.Command {
@@ -160,6 +162,18 @@ func (a *admitter) explain(d *document, spot podSpot, rep *reporter) (*explained
 	if err != nil {
 		return nil, err
 	}
+	out.fill(ex)
+	if len(ex.Patch) > 0 {
+		if out.Patch, err = documentOps(spot, ex.Patch); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// fill takes the engine's explanation, all but the patch (whose paths
+// depend on where the Pod was read).
+func (out *explained) fill(ex *inject.Explanation) {
 	out.Decision, out.Reason = ex.Result.Decision.String(), ex.Result.Reason.String()
 	out.Profile, out.Message = ex.Profile, ex.Message
 	out.Revision, out.Tag = ex.Result.Revision, ex.Selection.Tag
@@ -168,10 +182,4 @@ func (a *admitter) explain(d *document, spot podSpot, rep *reporter) (*explained
 	for _, p := range ex.Params {
 		out.Params = append(out.Params, explainedParam{Template: p.Template, Param: p.Param, Value: p.Value, Source: p.Source})
 	}
-	if len(ex.Patch) > 0 {
-		if out.Patch, err = documentOps(spot, ex.Patch); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
 }

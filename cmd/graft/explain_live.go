@@ -131,14 +131,7 @@ func explainPod(engine offlineEngine, a *audit.Auditor, ns audit.Namespace, pod 
 	if err != nil {
 		return nil, err
 	}
-	out.Decision, out.Reason = ex.Result.Decision.String(), ex.Result.Reason.String()
-	out.Profile, out.Message = ex.Profile, ex.Message
-	out.Revision, out.Tag = ex.Result.Revision, ex.Selection.Tag
-	out.Templates = append(out.Templates, ex.Templates...)
-	out.Warnings = append(out.Warnings, ex.Warnings...)
-	for _, p := range ex.Params {
-		out.Params = append(out.Params, explainedParam{Template: p.Template, Param: p.Param, Value: p.Value, Source: p.Source})
-	}
+	out.fill(ex)
 	if len(ex.Patch) > 0 {
 		if err := json.Unmarshal(ex.Patch, &out.Patch); err != nil {
 			return nil, fmt.Errorf("engine patch: %w", err)

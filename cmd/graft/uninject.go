@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -110,14 +109,7 @@ func uninjectDocument(d *document, rep *reporter, keepText bool) []error {
 	if len(errs) > 0 || len(ops) == 0 {
 		return errs
 	}
-	why, err := d.patch(ops, keepText)
-	if err != nil {
-		return []error{&docError{source: d.source, index: d.index, err: err}}
-	}
-	if why != "" {
-		rep.note(fmt.Sprintf("%s: document %d: written anew by the YAML encoder, not as an edit of the text: %s", d.source, d.index, why))
-	}
-	return nil
+	return patchDocument(d, ops, keepText, rep)
 }
 
 // recordedTemplates names what a record says graft injected.

@@ -29,8 +29,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/graftdev/graft/e2e/internal/cluster"
 )
@@ -111,8 +109,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	fmt.Fprintf(stderr, "auditload: %d Pods created in %s\n", o.pods, time.Since(start).Round(time.Millisecond))
-	kubeconfig, err := writeKubeconfig(cfg, opts.Dir)
-	if err != nil {
+	kubeconfig := filepath.Join(opts.Dir, "kubeconfig")
+	if err := c.WriteKubeconfig(kubeconfig); err != nil {
 		return err
 	}
 	var walls []time.Duration
@@ -229,14 +227,4 @@ func auditOnce(ctx context.Context, graft, kubeconfig string, chunk int) (time.D
 		return 0, 0, 0, fmt.Errorf("graft audit output: %w", err)
 	}
 	return wall, ru.Maxrss, rep.Summary.Pods, nil
-}
-
-func writeKubeconfig(rc *rest.Config, dir string) (string, error) {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["load"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData}
-	cfg.AuthInfos["load"] = &clientcmdapi.AuthInfo{Token: rc.BearerToken}
-	cfg.Contexts["load"] = &clientcmdapi.Context{Cluster: "load", AuthInfo: "load"}
-	cfg.CurrentContext = "load"
-	path := filepath.Join(dir, "kubeconfig")
-	return path, clientcmd.WriteToFile(*cfg, path)
 }
