@@ -13,7 +13,7 @@ BENCH_FLAGS   ?=
 BENCH_E2E_FLAGS ?=
 BENCH_PEERS    = -graft $(BIN)/graft -conventional $(BENCH_BIN)/conventional -floor $(BENCH_BIN)/floor
 
-.PHONY: bench bench-tools bench-load bench-quick bench-profile bench-e2e
+.PHONY: bench bench-tools bench-load bench-quick bench-profile bench-e2e bench-audit
 
 ## bench-tools: the harness, the load generator and the two peer servers.
 bench-tools:
@@ -40,3 +40,7 @@ bench: bench-go bench-load
 bench-e2e: e2e-deps bench-tools
 	cd e2e && $(E2E_ENV) GRAFT_BENCH_CONVENTIONAL=$(CURDIR)/$(BENCH_BIN)/conventional \
 		$(GO) run ./cmd/podlatency -out ../$(BENCH_RESULTS) $(BENCH_E2E_FLAGS)
+
+## bench-audit: graft audit over 10,000 Pods in a real kube-apiserver: wall time and peak RSS of the child, median of 5 runs.
+bench-audit: e2e-deps
+	cd e2e && $(E2E_ENV) $(GO) run ./cmd/auditload $(BENCH_AUDIT_FLAGS)

@@ -28,6 +28,15 @@ func TestChartRendersWhatKustomizeBuilds(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(monitoring, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	audit := filepath.Join(root, "overlays", "base-audit")
+	if err := os.MkdirAll(audit, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	kustomization = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n" +
+		"resources: [../../base]\ncomponents: [../../components/audit]\n"
+	if err := os.WriteFile(filepath.Join(audit, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	certs := filepath.Join(root, "overlays", "self-signed", "certs")
 	variants := map[string]chartVariant{}
 	for _, v := range chartVariants(t, certs) {
@@ -40,6 +49,7 @@ func TestChartRendersWhatKustomizeBuilds(t *testing.T) {
 		{"overlays/ha", "ha"},
 		{"overlays/self-signed", "graft-certs"},
 		{"overlays/cert-manager-monitoring", "monitoring"},
+		{"overlays/base-audit", "audit"},
 	} {
 		t.Run(c.kustomize, func(t *testing.T) {
 			v, ok := variants[c.chart]

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/graftdev/graft/webhook/certgen"
 )
 
@@ -180,13 +182,19 @@ func TestChartIsDeterministic(t *testing.T) {
 
 // TestChartGrantsNothing: graft needs no access to the Kubernetes API and
 // never writes to its own webhook configuration or policy, so the chart
-// makes no RBAC objects and mounts no token, whatever the values.
+// makes no RBAC objects for it and mounts no token, whatever the values.
+// The one exception is opt-in and not graft's: audit.rbac.enabled gives
+// `graft audit` its own ServiceAccount, allowed to get and list only.
 func TestChartGrantsNothing(t *testing.T) {
 	h := newHelm(t)
 	for _, v := range chartVariants(t, "") {
 		t.Run(v.name, func(t *testing.T) {
 			out := h.render(t, v.args...)
 			for _, o := range out {
+				if bytes.Contains(o.yaml, []byte("app.kubernetes.io/component: audit")) {
+					checkAuditRBAC(t, o.kind, o.name, o.yaml)
+					continue
+				}
 				if slices.Contains([]string{"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}, o.kind) {
 					t.Errorf("%s %s: graft needs no RBAC", o.kind, o.name)
 				}
@@ -265,5 +273,42 @@ func TestChartFilesAreCopies(t *testing.T) {
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s is not a copy of %s: run make chart-files", dst, src)
 		}
+	}
+}
+
+// checkAuditRBAC holds audit's RBAC objects to reading: a ClusterRole
+// whose every verb is get or list, bound to audit's ServiceAccount only.
+func checkAuditRBAC(t *testing.T, kind, name string, doc []byte) {
+	t.Helper()
+	var obj struct {
+		Rules []struct {
+			Verbs []string `json:"verbs"`
+		} `json:"rules"`
+		Subjects []struct {
+			Name string `json:"name"`
+		} `json:"subjects"`
+	}
+	if err := yaml.Unmarshal(doc, &obj); err != nil {
+		t.Fatalf("%s %s: %v", kind, name, err)
+	}
+	switch kind {
+	case "ClusterRole":
+		if len(obj.Rules) == 0 {
+			t.Errorf("ClusterRole %s grants nothing", name)
+		}
+		for _, r := range obj.Rules {
+			for _, v := range r.Verbs {
+				if v != "get" && v != "list" {
+					t.Errorf("ClusterRole %s allows %q: audit only reads", name, v)
+				}
+			}
+		}
+	case "ClusterRoleBinding":
+		if len(obj.Subjects) != 1 || !strings.HasSuffix(obj.Subjects[0].Name, "-audit") {
+			t.Errorf("ClusterRoleBinding %s binds %v, want audit's ServiceAccount alone", name, obj.Subjects)
+		}
+	case "ServiceAccount":
+	default:
+		t.Errorf("%s %s: audit makes only a ClusterRole, its binding and a ServiceAccount", kind, name)
 	}
 }

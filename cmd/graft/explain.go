@@ -5,12 +5,15 @@ import (
 	"errors"
 
 	"github.com/spf13/cobra"
+
+	"github.com/graftdev/graft/inject"
 )
 
 func newExplainCmd() *cobra.Command {
 	var f offlineFlags
+	var cf clusterFlags
 	cmd := &cobra.Command{
-		Use:   "explain [-f] FILE|DIR|- ... [flags]",
+		Use:   "explain [-f] FILE|DIR|- ... | KIND/NAME [flags]",
 		Short: "Show what the webhook would decide for a Pod, and why",
 		Long: `explain runs each Pod (or workload's Pod template) of the input through the
 engine, as graft serve would be called for it, and shows whether its
@@ -18,9 +21,20 @@ namespace selects graft and with which profile, the decision and its
 reason, the templates chosen, every template parameter with its value and
 where it came from (default, profile or Pod annotation), the warnings, and
 the patch, as YAML, with paths in the manifest's object. -o json gives one
-JSON object per Pod, for machines.`,
+JSON object per Pod, for machines.
+
+With KIND/NAME (pod, deploy, sts, ds, rs, job, cronjob, as kubectl
+spells them) instead of files, explain reads the object and its
+Namespace from the cluster (--kubeconfig, -n) and explains the Pod, or
+the Pod the workload would create now, with the namespace's labels; for
+a Pod it adds what graft audit says of it.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if kind, name, ok := liveRef(args[0]); ok {
+					return explainLive(cmd, &f, &cf, kind, name)
+				}
+			}
 			run, err := f.open(cmd, args)
 			if err != nil {
 				return err
@@ -69,6 +83,7 @@ JSON object per Pod, for machines.`,
 		},
 	}
 	f.register(cmd, "text", "json")
+	cf.register(cmd)
 	return cmd
 }
 
@@ -92,7 +107,17 @@ type explained struct {
 	Warnings  []string         `json:"warnings"`
 	Message   string           `json:"message,omitempty"`
 	Patch     []patchOp        `json:"patch"`
-	excluded  bool             // the namespace is never injected
+	// Audit is a live Pod's audit class (graft explain pod/NAME).
+	Audit    *explainedAudit `json:"audit,omitempty"`
+	excluded bool            // the namespace is never injected
+}
+
+// explainedAudit is what graft audit says of a live Pod.
+type explainedAudit struct {
+	Class    string `json:"class"`
+	Cause    string `json:"cause,omitempty"`
+	Revision string `json:"revision,omitempty"`
+	Detail   string `json:"detail,omitempty"`
 }
 
 type explainedParam struct {
@@ -137,6 +162,18 @@ func (a *admitter) explain(d *document, spot podSpot, rep *reporter) (*explained
 	if err != nil {
 		return nil, err
 	}
+	out.fill(ex)
+	if len(ex.Patch) > 0 {
+		if out.Patch, err = documentOps(spot, ex.Patch); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// fill takes the engine's explanation, all but the patch (whose paths
+// depend on where the Pod was read).
+func (out *explained) fill(ex *inject.Explanation) {
 	out.Decision, out.Reason = ex.Result.Decision.String(), ex.Result.Reason.String()
 	out.Profile, out.Message = ex.Profile, ex.Message
 	out.Revision, out.Tag = ex.Result.Revision, ex.Selection.Tag
@@ -145,10 +182,4 @@ func (a *admitter) explain(d *document, spot podSpot, rep *reporter) (*explained
 	for _, p := range ex.Params {
 		out.Params = append(out.Params, explainedParam{Template: p.Template, Param: p.Param, Value: p.Value, Source: p.Source})
 	}
-	if len(ex.Patch) > 0 {
-		if out.Patch, err = documentOps(spot, ex.Patch); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
 }

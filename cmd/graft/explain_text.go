@@ -23,7 +23,11 @@ func writeExplanationJSON(w *bytes.Buffer, ex *explained) error {
 
 func writeExplanationText(w io.Writer, ex *explained) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "%s: document %d: %s in namespace %s\n", ex.Source, ex.Document, ex.Object, ex.Namespace)
+	if ex.Source == fromCluster {
+		fmt.Fprintf(tw, "%s in namespace %s (read from the cluster)\n", ex.Object, ex.Namespace)
+	} else {
+		fmt.Fprintf(tw, "%s: document %d: %s in namespace %s\n", ex.Source, ex.Document, ex.Object, ex.Namespace)
+	}
 	if ex.Decision != "no-pod-template" {
 		fmt.Fprintf(tw, "  label:\t%s\n", labelText(ex))
 	}
@@ -38,6 +42,16 @@ func writeExplanationText(w io.Writer, ex *explained) error {
 		fmt.Fprintf(tw, "  tag:\t%s\n", orNone(ex.Tag))
 	}
 	fmt.Fprintf(tw, "  templates:\t%s\n", orNone(strings.Join(ex.Templates, ", ")))
+	if a := ex.Audit; a != nil {
+		class := a.Class
+		if a.Cause != "" {
+			class += " (" + a.Cause + ")"
+		}
+		if a.Detail != "" {
+			class += ": " + a.Detail
+		}
+		fmt.Fprintf(tw, "  audit:\t%s\n", class)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -87,6 +101,8 @@ func labelText(ex *explained) string {
 		return label + " (its Namespace object in the input)"
 	case fromFlag:
 		return label + " (--namespace-labels)"
+	case fromCluster:
+		return label + " (its Namespace in the cluster)"
 	}
 	return label + " (assumed: no Namespace object in the input, no --namespace-labels)"
 }

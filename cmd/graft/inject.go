@@ -109,8 +109,8 @@ succeeds. Running inject on its own output changes nothing.
 kube-inject's -o FILE is --output-file FILE here.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if inPlace && (outputFile != "" || cmd.Flags().Changed("output")) {
-				return errors.New("--in-place writes each file in its own format: give neither --output-file nor -o with it")
+			if err := checkInPlaceFlags(cmd, inPlace, outputFile); err != nil {
+				return err
 			}
 			run, err := f.open(cmd, args)
 			if err != nil {
@@ -125,28 +125,41 @@ kube-inject's -o FILE is --output-file FILE here.`,
 			if err := injectDocuments(run.admitter, run.docs, run.report); err != nil {
 				return err
 			}
-			switch {
-			case inPlace:
-				return writeInPlace(run.files)
-			case outputFile != "" && outputFile != "-":
-				out, err := encodeOutput(run.files, f.output)
-				if err != nil {
-					return err
-				}
-				return writeFiles([]fileWrite{{path: outputFile, data: out}})
-			}
-			out, err := encodeOutput(run.files, f.output)
-			if err != nil {
-				return err
-			}
-			_, err = cmd.OutOrStdout().Write(out)
-			return err
+			return writeManifests(cmd, run.files, f.output, outputFile, inPlace)
 		},
 	}
 	f.register(cmd, "yaml", "json")
-	cmd.Flags().StringVar(&outputFile, "output-file", "", "write the output to this file (atomically) instead of stdout")
-	cmd.Flags().BoolVar(&inPlace, "in-place", false, "rewrite each changed input file (atomically, all files or none)")
+	registerOutputFlags(cmd, &outputFile, &inPlace)
 	return cmd
+}
+
+func registerOutputFlags(cmd *cobra.Command, outputFile *string, inPlace *bool) {
+	cmd.Flags().StringVar(outputFile, "output-file", "", "write the output to this file (atomically) instead of stdout")
+	cmd.Flags().BoolVar(inPlace, "in-place", false, "rewrite each changed input file (atomically, all files or none)")
+}
+
+func checkInPlaceFlags(cmd *cobra.Command, inPlace bool, outputFile string) error {
+	if inPlace && (outputFile != "" || cmd.Flags().Changed("output")) {
+		return errors.New("--in-place writes each file in its own format: give neither --output-file nor -o with it")
+	}
+	return nil
+}
+
+// writeManifests writes the rewritten manifests: in place, to
+// --output-file, or to stdout.
+func writeManifests(cmd *cobra.Command, files []*inputFile, format, outputFile string, inPlace bool) error {
+	if inPlace {
+		return writeInPlace(files)
+	}
+	out, err := encodeOutput(files, format)
+	if err != nil {
+		return err
+	}
+	if outputFile != "" && outputFile != "-" {
+		return writeFiles([]fileWrite{{path: outputFile, data: out}})
+	}
+	_, err = cmd.OutOrStdout().Write(out)
+	return err
 }
 
 // checkInPlace refuses inputs --in-place cannot rewrite: stdin, and a

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,6 +28,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(stderr, "graft:", err)
+		var code *exitError
+		if errors.As(err, &code) {
+			return code.code
+		}
 		return 1
 	}
 	return 0
@@ -43,6 +48,8 @@ func newRootCmd() *cobra.Command {
 		newServeCmd(),
 		newInjectCmd(),
 		newExplainCmd(),
+		newUninjectCmd(),
+		newAuditCmd(),
 		newRenderCmd(),
 		newTemplatesCmd(),
 		newCertsCmd(),

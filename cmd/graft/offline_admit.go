@@ -156,7 +156,13 @@ func (a *admitter) injectDocument(d *document, rep *reporter) []error {
 	if len(errs) > 0 || len(ops) == 0 {
 		return errs
 	}
-	why, err := d.patch(ops, !a.jsonOut)
+	return patchDocument(d, ops, !a.jsonOut, rep)
+}
+
+// patchDocument applies ops to d, into its text if keepText and it can,
+// and notes when the document had to be written anew.
+func patchDocument(d *document, ops []patchOp, keepText bool, rep *reporter) []error {
+	why, err := d.patch(ops, keepText)
 	if err != nil {
 		return []error{&docError{source: d.source, index: d.index, err: err}}
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/graftdev/graft/audit"
 )
 
 // reporter says on stderr what inject and explain did: warnings always;
@@ -67,7 +69,7 @@ func podWarnings(spot podSpot) []string {
 			out = append(out, fmt.Sprintf("label %s: %s is not a string, and label values must be: the API server refuses it; write \"false\" (quoted) to opt out",
 				injectLabel, scalarText(l)))
 		case v == "false":
-		case isOptOutLike(v):
+		case audit.OptOutLike(v):
 			out = append(out, fmt.Sprintf("label %s=%s does not opt out: only the exact value \"false\" does; graft injects this Pod", injectLabel, v))
 		default:
 			out = append(out, fmt.Sprintf("label %s=%s on a Pod has no effect: only \"false\" (opt out) is read there; the profile comes from the namespace's label", injectLabel, v))
@@ -85,15 +87,6 @@ func podWarnings(spot podSpot) []string {
 		}
 	}
 	return out
-}
-
-// isOptOutLike reports label values people write meaning "false".
-func isOptOutLike(v string) bool {
-	switch strings.ToLower(v) {
-	case "false", "no", "n", "off", "0", "disabled", "disable", "none", "skip", "exclude", "excluded":
-		return true
-	}
-	return false
 }
 
 // scalarText shows a node's value for a message.

@@ -7,26 +7,19 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/graftdev/graft/audit"
 	"github.com/graftdev/graft/inject"
 )
 
-// injectLabel selects a namespace's profile, and opts a Pod out.
-const injectLabel = "graft.dev/inject"
+// Labels graft reads (package audit defines them for every command).
+const (
+	injectLabel  = audit.InjectLabel
+	revLabel     = audit.RevisionLabel
+	enabledValue = audit.EnabledValue
+)
 
-// revLabel selects a namespace's revision or tag (the default revision
-// without it).
-const revLabel = "graft.dev/rev"
-
-// enabledValue is the label value served by the default profile (/inject).
-const enabledValue = "enabled"
-
-// neverSelected are the namespaces the shipped webhook configuration's
-// namespaceSelector leaves out whatever their labels: the control plane's
-// and graft's own (deploy/base/mutatingwebhookconfiguration.yaml; a test
-// holds the two lists together).
-func neverSelected() []string {
-	return []string{"kube-system", "kube-public", "kube-node-lease", "graft-system"}
-}
+// neverSelected are the namespaces no webhook of graft selects.
+func neverSelected() []string { return audit.NeverSelected() }
 
 // Where a namespace's labels come from.
 const (
@@ -84,26 +77,13 @@ func (s *selector) selectFor(ns string) selection {
 	if from == fromNamespace {
 		source = "its Namespace object"
 	}
-	v, ok := labels[injectLabel]
-	switch {
-	case !ok:
-		return selection{from: from, reason: "namespace-not-selected",
-			why: fmt.Sprintf("namespace %s has no %s label (%s)", ns, injectLabel, source)}
-	case v == enabledValue:
-		return selection{profile: s.defaultProfile, revision: labels[revLabel], label: v, from: from}
-	case slices.Contains(s.profiles, v):
-		return selection{profile: v, revision: labels[revLabel], label: v, from: from}
-	}
-	return selection{label: v, from: from, reason: "namespace-not-selected",
-		why: fmt.Sprintf("namespace %s has %s=%s (%s), which names no profile", ns, injectLabel, v, source)}
+	core := audit.Selector{DefaultProfile: s.defaultProfile, Profiles: s.profiles}.Select(ns, labels, source)
+	return selection{profile: core.Profile, revision: core.Revision, label: core.Label, from: from, reason: core.Reason, why: core.Why}
 }
 
 // labelFor is the label value that selects profile.
 func (s *selector) labelFor(profile string) string {
-	if profile == s.defaultProfile {
-		return enabledValue
-	}
-	return profile
+	return audit.Selector{DefaultProfile: s.defaultProfile}.LabelFor(profile)
 }
 
 // assumption says what was assumed for a namespace without labels.

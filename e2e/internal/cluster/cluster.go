@@ -16,6 +16,8 @@ import (
 	"github.com/graftdev/graft/internal/proc"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Options say which binaries to run and where to keep their state.
@@ -223,4 +225,19 @@ func TempRoot() string {
 		}
 	}
 	return os.TempDir()
+}
+
+// WriteKubeconfig writes a kubeconfig reaching the API server as
+// RESTConfig does, for the graft commands that read a cluster.
+func (c *Cluster) WriteKubeconfig(path string) error {
+	rc := c.RESTConfig()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["graft-e2e"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData}
+	cfg.AuthInfos["graft-e2e"] = &clientcmdapi.AuthInfo{Token: rc.BearerToken}
+	cfg.Contexts["graft-e2e"] = &clientcmdapi.Context{Cluster: "graft-e2e", AuthInfo: "graft-e2e"}
+	cfg.CurrentContext = "graft-e2e"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	return nil
 }

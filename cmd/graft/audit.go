@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/graftdev/graft/audit"
+)
+
+// exitFound is audit's exit code when a Pod is in a --fail-on class (1 is
+// any error, as for every command).
+const exitFound = 3
+
+// exitError carries an exit code other than 1 to main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+type auditFlags struct {
+	cluster       clusterFlags
+	namespace     string
+	allNamespaces bool
+	output        string
+	workloads     bool
+	failOn        string
+	chunkSize     int64
+	config        string
+	templatesDir  string
+}
+
+func newAuditCmd() *cobra.Command {
+	var f auditFlags
+	cmd := &cobra.Command{
+		Use:   "audit [flags]",
+		Short: "Classify every running Pod by what graft would do with it now",
+		Long: `audit reads the cluster's Pods, Namespaces, ReplicaSets and Jobs (paged
+LISTs) and runs every Pod through the engine graft serve runs, with the
+configuration and templates given as to graft serve, as if the Pod were
+created now, in the namespace selection of the shipped webhooks. Each Pod
+gets one class: current, stale, missing, conflict, spoofed, opted-out or
+not-selected, with a cause and a detail; --workloads aggregates them per
+Deployment, StatefulSet, DaemonSet, CronJob, Job or bare Pod.
+
+Without -n, every namespace is audited (-A says so explicitly).
+-o table (default), json (schema audit.graft.dev/v1alpha1) or prometheus
+(the text format, for node_exporter's textfile collector).
+Exit codes: 0 done; 1 an error; 3 a Pod is in a class --fail-on lists.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAudit(cmd, &f)
+		},
+	}
+	fl := cmd.Flags()
+	f.cluster.register(cmd)
+	fl.StringVarP(&f.namespace, "namespace", "n", "", "audit this namespace only")
+	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "audit every namespace (the default)")
+	fl.StringVarP(&f.output, "output", "o", "table", "output format: table, json or prometheus")
+	fl.BoolVar(&f.workloads, "workloads", false, "one line per workload instead of per Pod (table output)")
+	fl.StringVar(&f.failOn, "fail-on", "", "exit with code 3 when a Pod is in one of these classes: comma-separated, e.g. stale,missing,spoofed")
+	fl.Int64Var(&f.chunkSize, "chunk-size", 500, "objects per LIST page")
+	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve")
+	fl.StringVar(&f.templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
+	return cmd
+}
+
+func runAudit(cmd *cobra.Command, f *auditFlags) error {
+	if err := checkFormat(f.output, "table", "json", "prometheus"); err != nil {
+		return err
+	}
+	if f.allNamespaces && f.namespace != "" {
+		return errors.New("give either -n NAMESPACE or -A, not both")
+	}
+	if f.workloads && f.output != "table" {
+		return errors.New("--workloads is a table view: -o json and -o prometheus always carry the workloads")
+	}
+	if f.chunkSize < 1 {
+		return fmt.Errorf("--chunk-size %d: want at least 1", f.chunkSize)
+	}
+	failOn, err := audit.ParseClasses(f.failOn)
+	if err != nil {
+		return fmt.Errorf("--fail-on: %w", err)
+	}
+	engine, err := newOfflineEngine(f.config, f.templatesDir, "", "")
+	if err != nil {
+		return err
+	}
+	c, err := f.cluster.client()
+	if err != nil {
+		return err
+	}
+	rep, err := auditCluster(cmd.Context(), c, audit.New(engine), f.namespace, f.chunkSize)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	switch f.output {
+	case "json":
+		err = rep.WriteJSON(out)
+	case "prometheus":
+		err = rep.WritePrometheus(out)
+	default:
+		err = rep.WriteTable(out, f.workloads)
+	}
+	if err != nil {
+		return err
+	}
+	if rep.Any(failOn) {
+		counts := rep.Count()
+		var found []string
+		for _, c := range failOn {
+			if counts[c] > 0 {
+				found = append(found, fmt.Sprintf("%d %s", counts[c], c))
+			}
+		}
+		return &exitError{code: exitFound, err: fmt.Errorf("pods in --fail-on classes: %s", strings.Join(found, ", "))}
+	}
+	return nil
+}
+
+// auditCluster classifies the Pods of namespace ("" every one). Pods are
+// read a page at a time and only their verdicts kept.
+func auditCluster(ctx context.Context, c kubernetes.Interface, a *audit.Auditor, namespace string, chunk int64) (*audit.Report, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	rep := &audit.Report{Time: time.Now()}
+	nss := map[string]audit.Namespace{}
+	if namespace != "" {
+		ns, err := c.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("namespace %s: %w", namespace, err)
+		}
+		nss[ns.Name] = auditNamespace(ns)
+	} else {
+		err := listPages(ctx, chunk, func(ctx context.Context, opts metav1.ListOptions) (*corev1.NamespaceList, string, error) {
+			l, err := c.CoreV1().Namespaces().List(ctx, opts)
+			if err != nil {
+				return nil, "", err
+			}
+			return l, l.Continue, nil
+		}, func(l *corev1.NamespaceList) error {
+			for i := range l.Items {
+				nss[l.Items[i].Name] = auditNamespace(&l.Items[i])
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("listing namespaces: %w", err)
+		}
+	}
+	own, err := loadOwners(ctx, c, namespace, chunk)
+	if err != nil {
+		return nil, fmt.Errorf("listing owners: %w", err)
+	}
+	err = listPages(ctx, chunk, func(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, string, error) {
+		l, err := c.CoreV1().Pods(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, "", err
+		}
+		return l, l.Continue, nil
+	}, func(l *corev1.PodList) error {
+		for i := range l.Items {
+			p := &l.Items[i]
+			ns, ok := nss[p.Namespace]
+			if !ok { // created since the namespaces were listed
+				got, err := c.CoreV1().Namespaces().Get(ctx, p.Namespace, metav1.GetOptions{})
+				if err != nil {
+					return fmt.Errorf("namespace %s: %w", p.Namespace, err)
+				}
+				ns = auditNamespace(got)
+				nss[ns.Name] = ns
+			}
+			ap, err := auditPod(p)
+			if err != nil {
+				return err
+			}
+			v, err := a.Classify(ns, ap)
+			if err != nil {
+				return err
+			}
+			rep.Pods = append(rep.Pods, audit.PodResult{Namespace: p.Namespace, Name: p.Name,
+				Workload: own.workload(p.Name, p.OwnerReferences), Verdict: v})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	rep.Duration = time.Since(rep.Time)
+	return rep, nil
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/graftdev/graft/inject"
+)
+
+func newUninjectCmd() *cobra.Command {
+	var (
+		files      []string
+		recursive  bool
+		output     string
+		quiet      bool
+		outputFile string
+		inPlace    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "uninject [-f] FILE|DIR|- ... [flags]",
+		Short: "Remove from manifests exactly what graft.dev/status says graft added",
+		Long: `uninject reads Kubernetes manifests (multi-document YAML or JSON) and removes
+from every Pod and Pod template exactly what its graft.dev/status record
+says graft added: containers, init containers, volumes, pull secrets,
+annotations, labels, the env vars and mounts of app containers, and the
+record itself; also any mount of a volume it removes. Nothing else
+changes, and the rest of the text stays as written. It needs no
+configuration: the record says it all. A record it cannot read is an
+error. uninject of inject's output gives back inject's input.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(output, "yaml", "json"); err != nil {
+				return err
+			}
+			if err := checkInPlaceFlags(cmd, inPlace, outputFile); err != nil {
+				return err
+			}
+			in, err := readInputs(append(files, args...), recursive, cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			docs := allDocuments(in)
+			if !hasObjects(docs) {
+				return errors.New("no objects in the input")
+			}
+			if inPlace {
+				if err := checkInPlace(in); err != nil {
+					return err
+				}
+			}
+			rep := newReporter(cmd.ErrOrStderr(), quiet, docs)
+			var errs []error
+			for _, d := range docs {
+				errs = append(errs, uninjectDocument(d, rep, output != "json")...)
+			}
+			if err := errors.Join(errs...); err != nil {
+				return err
+			}
+			return writeManifests(cmd, in, output, outputFile, inPlace)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVarP(&files, "filename", "f", nil, "manifest file, directory of manifests, or - for stdin (repeatable; also as arguments)")
+	fl.BoolVarP(&recursive, "recursive", "R", false, "read the directories' subdirectories too")
+	fl.StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
+	fl.BoolVarP(&quiet, "quiet", "q", false, "say nothing on stderr but warnings and errors")
+	registerOutputFlags(cmd, &outputFile, &inPlace)
+	return cmd
+}
+
+// uninjectDocument removes graft's parts from every Pod of d, in place.
+// Errors name the document.
+func uninjectDocument(d *document, rep *reporter, keepText bool) []error {
+	spots, err := findPods(d)
+	if err != nil {
+		return []error{&docError{source: d.source, index: d.index, err: err}}
+	}
+	var errs []error
+	var ops []patchOp
+	for _, s := range spots {
+		if s.holder == nil {
+			reportNoTemplate(d, s, rep)
+			continue
+		}
+		pod, err := podJSON(s)
+		if err != nil {
+			errs = append(errs, &docError{source: d.source, index: d.index, what: s.what, err: err})
+			continue
+		}
+		un, err := inject.Uninject(pod)
+		if err != nil {
+			errs = append(errs, &docError{source: d.source, index: d.index, what: s.what, err: err})
+			continue
+		}
+		if string(un.Patch) == "[]" {
+			rep.object(d, s.ref(), "no graft.dev/status: unchanged")
+			continue
+		}
+		o, err := documentOps(s, un.Patch)
+		if err != nil {
+			errs = append(errs, &docError{source: d.source, index: d.index, what: s.what, err: err})
+			continue
+		}
+		ops = append(ops, o...)
+		rep.object(d, s.ref(), "uninjected "+recordedTemplates(un.Status))
+	}
+	if len(errs) > 0 || len(ops) == 0 {
+		return errs
+	}
+	return patchDocument(d, ops, keepText, rep)
+}
+
+// recordedTemplates names what a record says graft injected.
+func recordedTemplates(st inject.Status) string {
+	var names []string
+	for _, t := range st.Templates {
+		names = append(names, t.Name)
+	}
+	if len(names) == 0 {
+		return "a version 1 record's containers"
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,230 @@
+// Command auditload measures `graft audit` over many Pods in a real
+// kube-apiserver (and etcd) on loopback: it creates -pods Pods (through
+// graft's shipped webhooks in half the namespaces, with the API server's
+// default admission plugins on; no nodes, so nothing runs them), each
+// namespace's owned by a Deployment's ReplicaSet, then runs graft audit
+// as a child process -runs times and reports its wall time and peak
+// resident memory (getrusage of the child). Run it with `make bench-audit`.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/graftdev/graft/e2e/internal/cluster"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "auditload:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	pods, namespaces, runs, workers int
+	chunk                           int
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	var o options
+	fs := flag.NewFlagSet("auditload", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&o.pods, "pods", 10000, "Pods to create")
+	fs.IntVar(&o.namespaces, "namespaces", 20, "namespaces to spread them over (half opted in)")
+	fs.IntVar(&o.runs, "runs", 5, "graft audit runs measured")
+	fs.IntVar(&o.workers, "workers", 16, "concurrent creates")
+	fs.IntVar(&o.chunk, "chunk-size", 500, "graft audit --chunk-size")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.pods <= 0 || o.namespaces <= 0 || o.runs <= 0 || o.workers <= 0 {
+		return errors.New("-pods, -namespaces, -runs and -workers must be > 0")
+	}
+	opts, err := cluster.OptionsFromEnv()
+	if err != nil {
+		return err
+	}
+	if opts.Dir, err = os.MkdirTemp(cluster.TempRoot(), "graft-auditload-"); err != nil {
+		return err
+	}
+	defer func() {
+		if err == nil {
+			os.RemoveAll(opts.Dir)
+		} else {
+			os.RemoveAll(filepath.Join(opts.Dir, "etcd-data"))
+			fmt.Fprintf(stderr, "auditload: logs kept in %s\n", opts.Dir)
+		}
+	}()
+	fmt.Fprintln(stderr, "auditload: starting etcd, kube-apiserver and graft on 127.0.0.1")
+	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(startCtx, opts)
+	defer func() {
+		if c != nil {
+			if serr := c.Stop(); serr != nil && err == nil {
+				err = serr
+			}
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	shipped, err := cluster.LoadShipped("..")
+	if err != nil {
+		return err
+	}
+	if _, err := c.RegisterGraft(ctx, shipped); err != nil {
+		return err
+	}
+	cfg := c.RESTConfig()
+	cfg.WarningHandler = rest.NoWarnings{}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := populate(ctx, c, client, o); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "auditload: %d Pods created in %s\n", o.pods, time.Since(start).Round(time.Millisecond))
+	kubeconfig := filepath.Join(opts.Dir, "kubeconfig")
+	if err := c.WriteKubeconfig(kubeconfig); err != nil {
+		return err
+	}
+	var walls []time.Duration
+	var rss []int64
+	for i := range o.runs {
+		wall, maxrss, listed, err := auditOnce(ctx, opts.Graft, kubeconfig, o.chunk)
+		if err != nil {
+			return err
+		}
+		if listed < o.pods {
+			return fmt.Errorf("graft audit reported %d Pods, want at least %d", listed, o.pods)
+		}
+		fmt.Fprintf(stdout, "run %d: %d Pods, wall %s, peak RSS %.1f MiB\n", i+1, listed, wall.Round(time.Millisecond), float64(maxrss)/1024)
+		walls, rss = append(walls, wall), append(rss, maxrss)
+	}
+	slices.Sort(walls)
+	slices.Sort(rss)
+	fmt.Fprintf(stdout, "graft audit over %d Pods, %d runs: median wall %s (min %s, max %s), median peak RSS %.1f MiB (max %.1f MiB)\n",
+		o.pods, o.runs, walls[len(walls)/2].Round(time.Millisecond), walls[0].Round(time.Millisecond), walls[len(walls)-1].Round(time.Millisecond),
+		float64(rss[len(rss)/2])/1024, float64(rss[len(rss)-1])/1024)
+	return nil
+}
+
+// populate creates the namespaces, a Deployment and its ReplicaSet in
+// each, and the Pods, o.workers at a time.
+func populate(ctx context.Context, c *cluster.Cluster, client kubernetes.Interface, o options) error {
+	owners := make([]metav1.OwnerReference, o.namespaces)
+	names := make([]string, o.namespaces)
+	for i := range o.namespaces {
+		names[i] = fmt.Sprintf("load-%02d", i)
+		var labels map[string]string
+		if i%2 == 0 {
+			labels = map[string]string{cluster.InjectLabel: "enabled"}
+		}
+		if err := c.CreateNamespace(ctx, names[i], labels); err != nil {
+			return err
+		}
+		if labels != nil {
+			if err := c.WaitInjecting(ctx, names[i]); err != nil {
+				return err
+			}
+		}
+		ref, err := deployment(ctx, client, names[i])
+		if err != nil {
+			return err
+		}
+		owners[i] = ref
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, o.workers)
+	for range o.workers {
+		wg.Go(func() {
+			for {
+				n := int(next.Add(1)) - 1
+				if n >= o.pods {
+					return
+				}
+				ns := n % o.namespaces
+				p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%05d", n), OwnerReferences: []metav1.OwnerReference{owners[ns]}},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/web:1"}}}}
+				if _, err := client.CoreV1().Pods(names[ns]).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+					errs <- fmt.Errorf("create %s/%s: %w", names[ns], p.Name, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+func deployment(ctx context.Context, client kubernetes.Interface, ns string) (metav1.OwnerReference, error) {
+	zero, yes := int32(0), true
+	labels := map[string]string{"app": "web"}
+	spec := appsv1.DeploymentSpec{Replicas: &zero, Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/web:1"}}}}}
+	d, err := client.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: spec}, metav1.CreateOptions{})
+	if err != nil {
+		return metav1.OwnerReference{}, err
+	}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-7c5d9", OwnerReferences: []metav1.OwnerReference{
+		{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID, Controller: &yes}}},
+		Spec: appsv1.ReplicaSetSpec{Replicas: &zero, Selector: spec.Selector, Template: spec.Template}}
+	if rs, err = client.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{}); err != nil {
+		return metav1.OwnerReference{}, err
+	}
+	return metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: &yes}, nil
+}
+
+// auditOnce runs graft audit -A -o json and returns its wall time, its
+// peak RSS in KiB, and how many Pods it reported.
+func auditOnce(ctx context.Context, graft, kubeconfig string, chunk int) (time.Duration, int64, int, error) {
+	cmd := exec.CommandContext(ctx, graft, "audit", "-A", "-o", "json", "--kubeconfig", kubeconfig, "--chunk-size", fmt.Sprint(chunk))
+	cmd.Stderr = os.Stderr
+	start := time.Now()
+	out, err := cmd.Output()
+	wall := time.Since(start)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("graft audit: %w", err)
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0, 0, 0, errors.New("no rusage for the child")
+	}
+	var rep struct {
+		Summary struct {
+			Pods int `json:"pods"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		return 0, 0, 0, fmt.Errorf("graft audit output: %w", err)
+	}
+	return wall, ru.Maxrss, rep.Summary.Pods, nil
+}
