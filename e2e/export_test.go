@@ -45,13 +45,13 @@ type exportPair struct {
 // exportFixture wires every profile of the suite's configuration once for
 // the tests below.
 type exportFixture struct {
-	once  sync.Once
-	err   error
-	cfg   inject.Config
-	set   *templates.Set
+	once sync.Once
+	err  error
+	cfg  inject.Config
+	set  *templates.Set
 	// revision is the configuration's, which the policies record.
 	revision string
-	pairs map[string]exportPair
+	pairs    map[string]exportPair
 }
 
 var exported exportFixture

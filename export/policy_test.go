@@ -31,10 +31,10 @@ func TestExportWiring(t *testing.T) {
 	cfg.Profiles["keep"] = inject.Profile{Templates: []string{"agent"}, OnConflict: inject.ConflictKeep}
 	cfg.ExcludedNamespaces = []string{"kube-system", "infra"}
 	cases := []struct {
-		profile      string
-		labelValues  []string
-		validating   []regv1.ValidationAction
-		hostNetwork  bool // the policies skip hostNetwork Pods
+		profile     string
+		labelValues []string
+		validating  []regv1.ValidationAction
+		hostNetwork bool // the policies skip hostNetwork Pods
 		// validations of the first policy: the parameters, a conflict
 		// (onConflict: deny), a parameter CEL cannot record, a record it
 		// cannot merge, and the two guarantees.
