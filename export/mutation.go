@@ -77,18 +77,30 @@ func (p *profile) templateLists(kinds []listKind, prefix, tmpls string, namesOnl
 // containers, containers and volumes of every template the Pod gets.
 var conflictLists = []listKind{listInits, listContainers, listVolumes}
 
-// mutationVars are the MutatingAdmissionPolicy's variables.
-func (p *profile) mutationVars() ([]celVar, error) {
-	vars := append(p.selectionVars(), p.paramVarList()...)
-	vars = append(vars, p.digestVars()...)
+// scopeVars are what both policies read after the selection: the
+// parameters, digests, the Pod's record, and the conflicts among the
+// lists of every template the Pod gets (declared with prefix; namesOnly
+// leaves their values out).
+func (p *profile) scopeVars(prefix string, namesOnly bool) ([]celVar, error) {
+	vars := append(p.paramVarList(), p.digestVars()...)
 	vars = append(vars, p.recordVars()...)
 	vars = append(vars, p.stalenessVars()...)
-	all, err := p.templateLists(conflictLists, "all_", "variables.templates", false)
+	lists, err := p.templateLists(conflictLists, prefix, "variables.templates", namesOnly)
 	if err != nil {
 		return nil, err
 	}
-	vars = append(vars, all...)
-	vars = append(vars, conflictVars("variables.all_inits", "variables.all_containers", "variables.all_volumes")...)
+	vars = append(vars, lists...)
+	l := "variables." + prefix
+	return append(vars, conflictVars(l+listVars[listInits], l+listVars[listContainers], l+listVars[listVolumes])...), nil
+}
+
+// mutationVars are the MutatingAdmissionPolicy's variables.
+func (p *profile) mutationVars() ([]celVar, error) {
+	scope, err := p.scopeVars("all_", false)
+	if err != nil {
+		return nil, err
+	}
+	vars := append(p.selectionVars(), scope...)
 	// What the templates graft injects add: those of the conflicts are
 	// left out (onConflict: keep; deny refuses the Pod in the validating
 	// policy).

@@ -95,17 +95,12 @@ func Export(cfg inject.Config, set *templates.Set, profileName string) (*Policie
 // validationVars are the ValidatingAdmissionPolicy's variables: the
 // parameter checks, and what the scope checks and the guarantee read.
 func (p *profile) validationVars() ([]celVar, error) {
-	vars := append(p.selectionVars(), p.problemVars()...)
-	vars = append(vars, p.paramVarList()...)
-	vars = append(vars, p.digestVars()...)
-	vars = append(vars, p.recordVars()...)
-	vars = append(vars, p.stalenessVars()...)
-	names, err := p.templateLists(conflictLists, "", "variables.templates", true)
+	scope, err := p.scopeVars("", true)
 	if err != nil {
 		return nil, err
 	}
-	vars = append(vars, names...)
-	vars = append(vars, conflictVars("variables.inits", "variables.containers", "variables.volumes")...)
+	vars := append(p.selectionVars(), p.problemVars()...)
+	vars = append(vars, scope...)
 	return append(vars, guaranteeVars()...), nil
 }
 
