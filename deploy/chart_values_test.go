@@ -91,16 +91,20 @@ func TestChartFollowsValues(t *testing.T) {
 	}
 
 	mwc := one[admissionv1.MutatingWebhookConfiguration](t, out, "MutatingWebhookConfiguration", fullname)
-	wantPath := map[string]string{"mesh.inject.graft.dev": "/inject", "node-agent.inject.graft.dev": "/inject/node-agent"}
+	wantPath := map[string]string{
+		"mesh.inject.graft.dev": "/inject", "mesh.default.rev.inject.graft.dev": "/inject/mesh/default",
+		"node-agent.inject.graft.dev": "/inject/node-agent", "node-agent.default.rev.inject.graft.dev": "/inject/node-agent/default",
+	}
 	if len(mwc.Webhooks) != len(wantPath) {
-		t.Fatalf("%d webhooks, want one per profile: %v", len(mwc.Webhooks), wantPath)
+		t.Fatalf("%d webhooks, want one per profile and revision: %v", len(mwc.Webhooks), wantPath)
 	}
 	for _, w := range mwc.Webhooks {
 		if got := deref(w.ClientConfig.Service.Path); got != wantPath[w.Name] || w.ClientConfig.Service.Name != fullname {
 			t.Errorf("%s: calls %s%s, want %s%s", w.Name, w.ClientConfig.Service.Name, got, fullname, wantPath[w.Name])
 		}
+		profile, _, _ := webhookRoute(w.Name)
 		skipsHostNetwork := slices.ContainsFunc(w.MatchConditions, func(c admissionv1.MatchCondition) bool { return c.Name == "not-host-network" })
-		if skipsHostNetwork != (w.Name == "mesh.inject.graft.dev") {
+		if skipsHostNetwork != (profile == "mesh") {
 			t.Errorf("%s: skips hostNetwork Pods = %v, but only node-agent sets injectHostNetwork", w.Name, skipsHostNetwork)
 		}
 		if got := exprValues(w.NamespaceSelector, "kubernetes.io/metadata.name", metav1.LabelSelectorOpNotIn); !sameSet(got, excluded) {

@@ -37,14 +37,16 @@ const (
 
 // rollingServerConfig is added to the shipped config.yaml: a drain delay
 // enough for an EndpointSlice update to reach this API server, and
-// rotation after 50 requests or 2 s, so that at ~150 calls/s a window sees
-// dozens of reconnections to a random ready replica. With the defaults
-// (1000 requests, 10 s) the few connections this load keeps busy rotate
-// about once a window, and one run measured 55/45, 78/22 and 61/39.
+// rotation after 20 requests or 2 s, so that at ~150 calls/s a window sees
+// over a hundred reconnections, each to a random ready replica. With the
+// defaults (1000 requests, 10 s) the few connections this load keeps busy
+// rotate about once a window, and one run measured 55/45, 78/22 and 61/39;
+// with 50 requests a loaded machine saw 70.3/29.7 (the split is binomial
+// over the reconnections, so the fewer, the wider it spreads).
 const rollingServerConfig = `
 server:
   drainDelay: 2s
-  maxConnRequests: 50
+  maxConnRequests: 20
   maxConnAge: 2s
 `
 

@@ -132,3 +132,111 @@ config, empty keys left out, and the excluded namespaces completed.
 {{- $c.caBundle | b64enc -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+Revisions (issue 13), by the rules `graft webhooks` follows
+(internal/registration) for the configuration under config:
+
+graft.topRevision: the top level's revision name.
+graft.webhookRevisions: JSON list of the graft.dev/rev values with webhooks
+of their own: the revisions (the top level's first) and the tags.
+*/}}
+{{- define "graft.topRevision" -}}
+{{- .Values.config.revision | default "default" -}}
+{{- end -}}
+
+{{- define "graft.webhookRevisions" -}}
+{{- $names := list (include "graft.topRevision" .) -}}
+{{- range $name, $_ := .Values.config.revisions | default dict -}}
+{{- $names = append $names $name -}}
+{{- end -}}
+{{- range $name, $_ := .Values.config.tags | default dict -}}
+{{- $names = append $names $name -}}
+{{- end -}}
+{{- toJson $names -}}
+{{- end -}}
+
+{{/*
+graft.targets (dict "root" $ "rev" name): JSON list of the revisions a
+graft.dev/rev value serves from: a revision itself, or a tag's revisions
+with a share above 0. An empty name is the default revision's.
+*/}}
+{{- define "graft.targets" -}}
+{{- $cfg := .root.Values.config -}}
+{{- $name := .rev | default $cfg.defaultRevision | default (include "graft.topRevision" .root) -}}
+{{- $tags := $cfg.tags | default dict -}}
+{{- $out := list $name -}}
+{{- if hasKey $tags $name -}}
+{{- $tag := get $tags $name | default dict -}}
+{{- if $tag.revision -}}
+{{- $out = list $tag.revision -}}
+{{- else -}}
+{{- $out = list -}}
+{{- range $tag.split -}}
+{{- if gt (int .percent) 0 -}}
+{{- $out = append $out .revision -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
+
+{{/*
+graft.revisionProfile (dict "root" $ "rev" revision "profile" name): JSON of
+the profile as that revision serves it: the revision's own, else the top
+level's.
+*/}}
+{{- define "graft.revisionProfile" -}}
+{{- $cfg := .root.Values.config -}}
+{{- $p := get ($cfg.profiles | default dict) .profile | default dict -}}
+{{- if ne .rev (include "graft.topRevision" .root) -}}
+{{- $r := get ($cfg.revisions | default dict) .rev | default dict -}}
+{{- with get ($r.profiles | default dict) .profile -}}
+{{- $p = . -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $p -}}
+{{- end -}}
+
+{{/*
+graft.servesInject (dict "root" $ "profile" name): "true" when /inject
+serves the profile: it is the default profile of every revision the
+default revision may choose.
+*/}}
+{{- define "graft.servesInject" -}}
+{{- $root := .root -}}
+{{- $profile := .profile -}}
+{{- $top := include "graft.topRevision" $root -}}
+{{- $topDefault := include "graft.defaultProfile" $root -}}
+{{- $all := true -}}
+{{- range $rev := include "graft.targets" (dict "root" $root "rev" "") | fromJsonArray -}}
+{{- $default := $topDefault -}}
+{{- if ne $rev $top -}}
+{{- $r := get ($root.Values.config.revisions | default dict) $rev | default dict -}}
+{{- $default = $r.defaultProfile | default $topDefault -}}
+{{- end -}}
+{{- if ne $default $profile -}}
+{{- $all = false -}}
+{{- end -}}
+{{- end -}}
+{{- if $all }}true{{ end -}}
+{{- end -}}
+
+{{/*
+graft.injectsHostNetwork (dict "root" $ "rev" name "profile" name): "true"
+when a revision the graft.dev/rev value may choose injects the profile into
+hostNetwork Pods, so they must be sent to graft.
+*/}}
+{{- define "graft.injectsHostNetwork" -}}
+{{- $root := .root -}}
+{{- $profile := .profile -}}
+{{- $any := false -}}
+{{- range $rev := include "graft.targets" . | fromJsonArray -}}
+{{- $p := include "graft.revisionProfile" (dict "root" $root "rev" $rev "profile" $profile) | fromJson -}}
+{{- if $p.injectHostNetwork -}}
+{{- $any = true -}}
+{{- end -}}
+{{- end -}}
+{{- if $any }}true{{ end -}}
+{{- end -}}
