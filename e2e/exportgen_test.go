@@ -194,10 +194,14 @@ type paramRef struct {
 	p    *templates.Param
 }
 
-// valid is a valid value of the parameter: its default, or one of
-// paramValues the parameter accepts.
+// valid is a valid value of the parameter: half the time its default
+// (which the exported policies record like the webhook whatever the
+// parameter's type), else one of paramValues the parameter accepts.
 func (pr paramRef) valid(r *rand.Rand) string {
 	ok := []string{pr.p.Default}
+	if r.IntN(2) == 0 {
+		return pr.p.Default
+	}
 	for _, v := range paramValues {
 		if _, err := pr.p.Parse(v); err == nil {
 			ok = append(ok, v)

@@ -454,10 +454,10 @@ type podLoad struct {
 	once    sync.Once
 
 	mu      sync.Mutex
-	results []createResult
+	results []rollingResult
 }
 
-type createResult struct {
+type rollingResult struct {
 	at       time.Time
 	err      error
 	injected bool
@@ -490,7 +490,7 @@ func startLoad(client kubernetes.Interface, ns string, rate, workers int) *podLo
 			for i := range jobs {
 				p, err := client.CoreV1().Pods(ns).Create(context.Background(), simplePod(fmt.Sprintf("r-%05d", i)), metav1.CreateOptions{})
 				l.mu.Lock()
-				l.results = append(l.results, createResult{at: time.Now(), err: err, injected: err == nil && isInjected(p)})
+				l.results = append(l.results, rollingResult{at: time.Now(), err: err, injected: err == nil && isInjected(p)})
 				l.mu.Unlock()
 			}
 		})

@@ -11,7 +11,8 @@ import (
 // labels), a policy variable listing the entries of the templates the Pod
 // gets, in template order, each a map: "n" the name, "v" the value, "p"
 // the placement (init containers), "m" the mount path (app volume mounts);
-// for metadata "k" the key, "pk" the key as a JSON Pointer token, "v".
+// for metadata "k" the key, "pk" the key as a JSON Pointer token, "v";
+// every entry "t", the template that adds it.
 
 // celVar is a policy variable.
 type celVar struct{ name, expr string }
@@ -118,8 +119,9 @@ func entryList(c *template, ms []merged, entry func(alternative, string) string)
 	return strings.Join(terms, " + ")
 }
 
-// listEntries is the CEL list of tmpl's entries of list kind.
-func (p *profile) listEntries(tn string, kind listKind) (string, error) {
+// listEntries is the CEL list of tmpl's entries of list kind; namesOnly
+// leaves out the values, for the policies that only compare names.
+func (p *profile) listEntries(tn string, kind listKind, namesOnly bool) (string, error) {
 	c := p.tmpls[tn]
 	ms, err := c.mergeList(func(f fragment) []element { return f.lists[kind] })
 	if err != nil {
@@ -127,7 +129,11 @@ func (p *profile) listEntries(tn string, kind listKind) (string, error) {
 	}
 	names := paramVars{tmpl: tn}
 	return entryList(c, ms, func(a alternative, name string) string {
-		e := `{"n": dyn(` + celString(name) + `), "v": dyn(` + celNode(a.val, names) + ")"
+		e := `{"n": dyn(` + celString(name) + `), "t": dyn(` + celString(tn) + ")"
+		if namesOnly {
+			return e + "}"
+		}
+		e += `, "v": dyn(` + celNode(a.val, names) + ")"
 		switch kind {
 		case listInits:
 			e += `, "p": dyn("` + placementCode[c.tmpl.Placement] + `")`
@@ -147,7 +153,7 @@ func (p *profile) metaEntries(tn string, labels bool) string {
 	}
 	names := paramVars{tmpl: tn}
 	return entryList(c, c.mergeEntries(get), func(a alternative, key string) string {
-		return `{"k": ` + celString(key) + `, "pk": ` + celString(pointerToken(key)) + `, "v": ` + celNode(a.val, names) + "}"
+		return `{"k": ` + celString(key) + `, "pk": ` + celString(pointerToken(key)) + `, "t": ` + celString(tn) + `, "v": ` + celNode(a.val, names) + "}"
 	})
 }
 
@@ -157,8 +163,8 @@ func pointerToken(s string) string {
 }
 
 // byTemplate combines per-template CEL lists into one variable over the
-// templates the Pod gets, in its order.
-func byTemplate(perTemplate map[string]string, order []string) string {
+// templates in the CEL list tmpls, in its order.
+func byTemplate(perTemplate map[string]string, order []string, tmpls string) string {
 	var arms []string
 	for _, tn := range order {
 		if l := perTemplate[tn]; l != "" {
@@ -169,13 +175,13 @@ func byTemplate(perTemplate map[string]string, order []string) string {
 	case 0:
 		return "[]"
 	case 1:
-		return "(" + celString(arms[0]) + " in variables.templates ? " + perTemplate[arms[0]] + " : [])"
+		return "(" + celString(arms[0]) + " in " + tmpls + " ? " + perTemplate[arms[0]] + " : [])"
 	}
 	expr := "[]"
 	for i := len(arms) - 1; i >= 0; i-- {
 		expr = "t == " + celString(arms[i]) + " ? " + perTemplate[arms[i]] + " : " + expr
 	}
-	return "variables.templates.map(t, " + expr + ").flatten()"
+	return tmpls + ".map(t, " + expr + ").flatten()"
 }
 
 // usedParams lists the parameters a profile's compiled templates read, by

@@ -7,7 +7,8 @@ import (
 // The MutatingAdmissionPolicy's CEL: the engine's merge (inject/merge.go)
 // as one JSON Patch. Everything is added only when missing, by name (app
 // volume mounts by name or path), init containers at their template's
-// placement, and graft.dev/status always set.
+// placement, graft.dev/status written as the engine writes it, and the
+// graft.dev/injected label.
 
 const statusKey = "graft.dev/status"
 
@@ -54,20 +55,63 @@ func (p *profile) paramVarList() []celVar {
 	return out
 }
 
-// mutationVars are the MutatingAdmissionPolicy's variables.
-func (p *profile) mutationVars() ([]celVar, error) {
-	vars := append(p.selectionVars(), p.paramVarList()...)
-	for kind := range numLists {
+// templateLists declares a variable per list (listVars, prefixed with
+// prefix) over the templates in the CEL list tmpls.
+func (p *profile) templateLists(kinds []listKind, prefix, tmpls string, namesOnly bool) ([]celVar, error) {
+	var vars []celVar
+	for _, kind := range kinds {
 		per := map[string]string{}
 		for _, tn := range p.order {
-			l, err := p.listEntries(tn, kind)
+			l, err := p.listEntries(tn, kind, namesOnly)
 			if err != nil {
 				return nil, err
 			}
 			per[tn] = l
 		}
-		vars = append(vars, celVar{listVars[kind], byTemplate(per, p.order)})
+		vars = append(vars, celVar{prefix + listVars[kind], byTemplate(per, p.order, tmpls)})
 	}
+	return vars, nil
+}
+
+// conflictLists are the names conflicts are found among: init
+// containers, containers and volumes of every template the Pod gets.
+var conflictLists = []listKind{listInits, listContainers, listVolumes}
+
+// scopeVars are what both policies read after the selection: the
+// parameters, digests, the Pod's record, and the conflicts among the
+// lists of every template the Pod gets (declared with prefix; namesOnly
+// leaves their values out).
+func (p *profile) scopeVars(prefix string, namesOnly bool) ([]celVar, error) {
+	vars := append(p.paramVarList(), p.digestVars()...)
+	vars = append(vars, p.recordVars()...)
+	vars = append(vars, p.stalenessVars()...)
+	lists, err := p.templateLists(conflictLists, prefix, "variables.templates", namesOnly)
+	if err != nil {
+		return nil, err
+	}
+	vars = append(vars, lists...)
+	l := "variables." + prefix
+	return append(vars, conflictVars(l+listVars[listInits], l+listVars[listContainers], l+listVars[listVolumes])...), nil
+}
+
+// mutationVars are the MutatingAdmissionPolicy's variables.
+func (p *profile) mutationVars() ([]celVar, error) {
+	scope, err := p.scopeVars("all_", false)
+	if err != nil {
+		return nil, err
+	}
+	vars := append(p.selectionVars(), scope...)
+	// What the templates graft injects add: those of the conflicts are
+	// left out (onConflict: keep; deny refuses the Pod in the validating
+	// policy).
+	for _, kind := range conflictLists {
+		vars = append(vars, celVar{listVars[kind], "variables.all_" + listVars[kind] + ".filter(e, e.t in variables.kept)"})
+	}
+	rest, err := p.templateLists([]listKind{listSecrets, listEnv, listMounts}, "", "variables.kept", false)
+	if err != nil {
+		return nil, err
+	}
+	vars = append(vars, rest...)
 	for _, labels := range []bool{false, true} {
 		per := map[string]string{}
 		for _, tn := range p.order {
@@ -77,51 +121,43 @@ func (p *profile) mutationVars() ([]celVar, error) {
 		if labels {
 			name = "addLabels"
 		}
-		vars = append(vars, celVar{name, byTemplate(per, p.order)})
+		vars = append(vars, celVar{name, byTemplate(per, p.order, "variables.kept")})
 	}
 	vars = append(vars,
 		celVar{"podNames", "object.spec.?containers.orValue([]).map(c, c.name) + object.spec.?initContainers.orValue([]).map(c, c.name)"},
-		// The engine leaves alone the app-container edits of every
-		// container named like one it injects, whoever added it.
-		celVar{"own", "variables.inits.map(e, e.n) + variables.containers.map(e, e.n)"},
-		celVar{"status", statusExpr()},
+		// The engine edits every container but those the record says it
+		// injected, whoever added them.
+		celVar{"own", "variables.ownedC"},
 	)
+	vars = append(vars, additionVars()...)
+	vars = append(vars, p.statusVars()...)
 	return append(vars, initVars()...), nil
-}
-
-// statusExpr is graft.dev/status as the engine writes it (inject/plan.go):
-// the templates, then the names of every container, init container and
-// volume they inject, empty lists left out.
-func statusExpr() string {
-	list := func(key, v string) string {
-		return `(size(variables.` + v + `) > 0 ? ',"` + key + `":[' + variables.` + v +
-			`.map(e, '"' + e.n + '"').join(",") + ']' : "")`
-	}
-	return `'{"templates":[' + variables.templates.map(t, '"' + t + '"').join(",") + ']' + ` +
-		list("containers", "containers") + " + " + list("initContainers", "inits") + " + " + list("volumes", "volumes") + ` + "}"`
 }
 
 // patchExpr is the JSON Patch: empty for a Pod that selects no template.
 func (p *profile) patchExpr() string {
 	ops := []string{
 		initOps(),
-		appendOps("/spec/containers", "object.spec.?containers.orValue([])", "variables.containers",
-			"!(e.n in variables.podNames)"),
-		appendOps("/spec/volumes", "object.spec.?volumes.orValue([])", "variables.volumes",
-			"!object.spec.?volumes.orValue([]).exists(v, v.name == e.n)"),
-		appendOps("/spec/imagePullSecrets", "object.spec.?imagePullSecrets.orValue([])", "variables.pullSecrets",
-			"!object.spec.?imagePullSecrets.orValue([]).exists(s, s.name == e.n)"),
+		appendOps("/spec/containers", "object.spec.?containers.orValue([])", "variables.addedContainers"),
+		appendOps("/spec/volumes", "object.spec.?volumes.orValue([])", "variables.addedVolumes"),
+		appendOps("/spec/imagePullSecrets", "object.spec.?imagePullSecrets.orValue([])", "variables.addedSecrets"),
 		appContainerOps("env", "variables.env", "!c.env.exists(x, x.name == e.n)"),
 		appContainerOps("volumeMounts", "variables.mounts", "!c.volumeMounts.exists(x, x.name == e.n || x.mountPath == e.m)"),
-		metaOps("annotations", "variables.addAnnotations", true),
-		metaOps("labels", "variables.addLabels", false),
+		metaOps("annotations", "variables.addedAnnotations", true),
+		metaOps("labels", "variables.setLabels", false),
 	}
-	return "size(variables.templates) == 0 ? [] :\n" + strings.Join(ops, "\n+ ")
+	// Pods the validating policy refuses are left as they are, so that it
+	// sees what they carried.
+	refused := "size(variables.unhashable) > 0 || !(variables.recNone || variables.recOK && size(variables.recStale) == 0)"
+	if !p.keep {
+		refused += " || size(variables.conflicts) > 0"
+	}
+	return "size(variables.templates) == 0 || " + refused + " ? [] :\n" + strings.Join(ops, "\n+ ")
 }
 
 // initVars split the missing init containers by placement.
 func initVars() []celVar {
-	missing := "variables.inits.filter(e, !(e.n in variables.podNames))"
+	missing := "variables.addedInits"
 	return []celVar{
 		{"initsFirst", missing + `.filter(e, e.p == "f")`},
 		{"initsBefore", missing + `.filter(e, e.p == "b")`},
@@ -145,12 +181,11 @@ func initOps() string {
 		"  + " + last + `.map(e, JSONPatch{op: "add", path: "/spec/initContainers/-", value: e.v}))`
 }
 
-// appendOps appends the entries of want that missing says are missing.
-func appendOps(path, cur, want, missing string) string {
-	m := want + ".filter(e, " + missing + ")"
-	return "(size(" + m + ") == 0 ? [] : size(" + cur + ") == 0 ?\n" +
-		`  [JSONPatch{op: "add", path: "` + path + `", value: ` + m + ".map(e, e.v)}] :\n" +
-		"  " + m + `.map(e, JSONPatch{op: "add", path: "` + path + `/-", value: e.v}))`
+// appendOps appends the entries of add.
+func appendOps(path, cur, add string) string {
+	return "(size(" + add + ") == 0 ? [] : size(" + cur + ") == 0 ?\n" +
+		`  [JSONPatch{op: "add", path: "` + path + `", value: ` + add + ".map(e, e.v)}] :\n" +
+		"  " + add + `.map(e, JSONPatch{op: "add", path: "` + path + `/-", value: e.v}))`
 }
 
 // appContainerOps appends to every app container (spec.containers not
@@ -162,15 +197,16 @@ func appContainerOps(field, want, missing string) string {
 		"    " + want + ".filter(e, " + missing + `).map(e, JSONPatch{op: "add", path: "/spec/containers/" + string(i) + "/` + field + `/-", value: e.v})).flatten())`
 }
 
-// metaOps adds the entries whose key the map lacks (and, for annotations,
-// sets graft.dev/status), creating the map first when there is none.
-func metaOps(field, want string, status bool) string {
+// metaOps adds the entries of add (and, for annotations, sets
+// graft.dev/status when it changes), creating the map first when there is
+// none.
+func metaOps(field, add string, status bool) string {
 	cur := "object.metadata.?" + field + ".orValue({})"
-	m := want + ".filter(e, !(e.k in " + cur + "))"
 	create := `(size(` + cur + `) == 0 ? [JSONPatch{op: "add", path: "/metadata/` + field + `", value: {}}] : [])`
-	adds := m + `.map(e, JSONPatch{op: "add", path: "/metadata/` + field + `/" + e.pk, value: e.v})`
+	adds := add + `.map(e, JSONPatch{op: "add", path: "/metadata/` + field + `/" + e.pk, value: e.v})`
 	if !status {
-		return "(size(" + m + ") == 0 ? [] : " + create + " + " + adds + ")"
+		return "(size(" + add + ") == 0 ? [] : " + create + " + " + adds + ")"
 	}
-	return create + "\n+ " + adds + "\n+ " + `[JSONPatch{op: "add", path: "/metadata/annotations/` + pointerToken(statusKey) + `", value: variables.status}]`
+	return create + "\n+ " + adds + "\n+ " + `(!variables.recHas || variables.rec != variables.status ? ` +
+		`[JSONPatch{op: "add", path: "/metadata/annotations/` + pointerToken(statusKey) + `", value: variables.status}] : [])`
 }

@@ -74,9 +74,11 @@ func Export(cfg inject.Config, set *templates.Set, profileName string) (*Policie
 			},
 		},
 	}
-	vvars := append(p.selectionVars(), p.problemVars()...)
-	vvars = append(vvars, guaranteeVars()...)
-	checks := p.guaranteeChecks(name)
+	vvars, err := p.validationVars()
+	if err != nil {
+		return nil, err
+	}
+	checks := append(p.scopeChecks(), p.guaranteeChecks(name)...)
 	problem := check{expr: `variables.problem == ""`, message: "variables.problem", reason: string(metav1.StatusReasonInvalid)}
 	if p.lenient {
 		problem.message = lenientMessage()
@@ -88,6 +90,18 @@ func Export(cfg inject.Config, set *templates.Set, profileName string) (*Policie
 	}
 	out.add(p, name, vvars, checks, regv1.Deny, &fail)
 	return out, nil
+}
+
+// validationVars are the ValidatingAdmissionPolicy's variables: the
+// parameter checks, and what the scope checks and the guarantee read.
+func (p *profile) validationVars() ([]celVar, error) {
+	scope, err := p.scopeVars("", true)
+	if err != nil {
+		return nil, err
+	}
+	vars := append(p.selectionVars(), p.problemVars()...)
+	vars = append(vars, scope...)
+	return append(vars, guaranteeVars()...), nil
 }
 
 func (p *profile) meta(name string) metav1.ObjectMeta {

@@ -28,18 +28,23 @@ func TestExportWiring(t *testing.T) {
 	cfg := inject.DefaultConfig()
 	cfg.Profiles["lenient"] = inject.Profile{Templates: []string{"agent"}, OnInvalidParams: inject.InvalidUseDefault}
 	cfg.Profiles["hostnet"] = inject.Profile{Templates: []string{"agent"}, InjectHostNetwork: true}
+	cfg.Profiles["keep"] = inject.Profile{Templates: []string{"agent"}, OnConflict: inject.ConflictKeep}
 	cfg.ExcludedNamespaces = []string{"kube-system", "infra"}
 	cases := []struct {
-		profile      string
-		labelValues  []string
-		validating   []regv1.ValidationAction
-		hostNetwork  bool // the policies skip hostNetwork Pods
-		validations0 int  // validations of the first policy
+		profile     string
+		labelValues []string
+		validating  []regv1.ValidationAction
+		hostNetwork bool // the policies skip hostNetwork Pods
+		// validations of the first policy: the parameters, a conflict
+		// (onConflict: deny), a parameter CEL cannot record, a record it
+		// cannot merge, and the two guarantees.
+		validations0 int
 	}{
-		{"enabled", []string{"enabled"}, []regv1.ValidationAction{regv1.Deny}, true, 3},
-		{"agent", []string{"agent"}, []regv1.ValidationAction{regv1.Deny}, true, 3},
+		{"enabled", []string{"enabled"}, []regv1.ValidationAction{regv1.Deny}, true, 6},
+		{"agent", []string{"agent"}, []regv1.ValidationAction{regv1.Deny}, true, 6},
 		{"lenient", []string{"lenient"}, []regv1.ValidationAction{regv1.Warn, regv1.Deny}, true, 1},
-		{"hostnet", []string{"hostnet"}, []regv1.ValidationAction{regv1.Deny}, false, 3},
+		{"hostnet", []string{"hostnet"}, []regv1.ValidationAction{regv1.Deny}, false, 6},
+		{"keep", []string{"keep"}, []regv1.ValidationAction{regv1.Deny}, true, 5},
 	}
 	for _, tc := range cases {
 		t.Run(tc.profile, func(t *testing.T) {

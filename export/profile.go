@@ -27,6 +27,11 @@ type profile struct {
 	// the profile's, else the template's.
 	defaults map[string]map[string]string
 	lenient  bool
+	// keep: onConflict: keep (else deny).
+	keep bool
+	// revision is what graft.dev/status and graft.dev/injected record:
+	// the configuration's top-level revision.
+	revision string
 }
 
 func newProfile(cfg inject.Config, set *templates.Set, name string) (*profile, error) {
@@ -44,7 +49,8 @@ func newProfile(cfg inject.Config, set *templates.Set, name string) (*profile, e
 	}
 	p := &profile{name: name, cfg: pc, isDefault: name == cfg.DefaultProfile, excluded: cfg.ExcludedNamespaces,
 		tmpls: map[string]*template{}, defaults: map[string]map[string]string{},
-		lenient: pc.OnInvalidParams == inject.InvalidUseDefault}
+		lenient: pc.OnInvalidParams == inject.InvalidUseDefault,
+		keep:    pc.OnConflict == inject.ConflictKeep, revision: cfg.Revision}
 	p.allowed = pc.AllowedTemplates
 	if len(p.allowed) == 0 {
 		p.allowed = pc.Templates

@@ -3,6 +3,8 @@ package export
 import (
 	"strconv"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The ValidatingAdmissionPolicy's CEL: the engine's parameter checks
@@ -59,16 +61,14 @@ func lenientMessage() string {
 		`variables.rules[variables.bad[0]] == "?" ? "; ignored" : "; using the default")`
 }
 
-// guaranteeVars read what graft.dev/status says was injected. Container
-// names are DNS labels, so a regular expression reads them; they are
-// compared quoted.
+// guaranteeVars read what graft.dev/status says was injected: its flat
+// "injected" list (container names are DNS labels, so a regular
+// expression reads them).
 func guaranteeVars() []celVar {
 	return []celVar{
 		{"status", `variables.annotations[?"graft.dev/status"].orValue("")`},
-		{"injectedNames", `variables.status.find('"containers":\\[[^\\]]*\\]').findAll('"[^"]+"').filter(n, n != '"containers"') + ` +
-			`variables.status.find('"initContainers":\\[[^\\]]*\\]').findAll('"[^"]+"').filter(n, n != '"initContainers"')`},
-		{"quotedPodNames", `object.spec.?containers.orValue([]).map(c, '"' + c.name + '"') + ` +
-			`object.spec.?initContainers.orValue([]).map(c, '"' + c.name + '"')`},
+		{"injectedNames", namesIn("variables.status", "injected")},
+		{"podNames", `object.spec.?containers.orValue([]).map(c, c.name) + object.spec.?initContainers.orValue([]).map(c, c.name)`},
 	}
 }
 
@@ -81,12 +81,44 @@ func (p *profile) guaranteeChecks(policy string) []check {
 				`" requires it (profile ` + p.name + `). Check the policy and the API server's log, and create the Pod again, ` +
 				`or opt the Pod out with the label graft.dev/inject: \"false\"."`,
 			reason: "Forbidden"},
-		{expr: "variables.injectedNames.all(n, n in variables.quotedPodNames)",
+		{expr: "variables.injectedNames.all(n, n in variables.podNames)",
 			message: `"this Pod lacks containers graft injected (graft.dev/status: " + variables.status + ` +
 				`"): an admission step after graft removed them. Create the Pod again; if it recurs, check the other mutating admission steps."`,
 			reason: "Forbidden"},
 	}
 }
+
+// scopeChecks come after the parameter checks and before the guarantee
+// (which would refuse such Pods less clearly): under onConflict: deny the
+// engine's own denial of a conflict, then what the policies cannot do as
+// the engine does: a parameter CEL cannot record (digestVars) and a record
+// they cannot merge (recordVars).
+func (p *profile) scopeChecks() []check {
+	var out []check
+	if !p.keep {
+		// Only where the policies read the record as the engine does: one
+		// they cannot read might own the names.
+		out = append(out, check{expr: "size(variables.conflicts) == 0 || !(variables.recNone || variables.recOK)",
+			message: p.conflictMessage(), reason: string(metav1.StatusReasonInvalid)})
+	}
+	unhashable := "variables.unhashable[0]"
+	return append(out,
+		check{expr: "size(variables.unhashable) == 0",
+			message: `"annotation " + ` + unhashable + ` + "=" + ` + celQuote("variables.annotations["+unhashable+"]") +
+				` + ": graft's exported policy injects only the profile's value of this parameter (graft.dev/status records a digest of ` +
+				`the values, which CEL cannot compute for others); set it in the profile, or create the Pod through graft's webhook"`,
+			reason: string(metav1.StatusReasonInvalid)},
+		check{expr: `size(variables.templates) == 0 || variables.recNone || variables.recOK && size(variables.recStale) == 0`,
+			message: `!variables.recOK ? ` + celString(recordFormMessage) + ` : ` +
+				`"graft.dev/status records template " + variables.recStale[0].n + " at revision " + variables.recStale[0].r + ", digest " + ` +
+				`variables.recStale[0].d + "; graft's webhook would upgrade it to revision ` + p.revision + `, digest " + ` +
+				`variables.digests[variables.recStale[0].n] + ", its exported policy cannot: remove the annotation, or create the Pod through graft's webhook"`,
+			reason: string(metav1.StatusReasonInvalid)})
+}
+
+// recordFormMessage refuses a record the policies cannot read.
+const recordFormMessage = "graft.dev/status is not a version 2 record as graft writes it; graft's webhook rewrites or upgrades " +
+	"such a record, its exported policy cannot: remove the annotation, or create the Pod through graft's webhook"
 
 // check is one validation.
 type check struct {

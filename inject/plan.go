@@ -209,6 +209,13 @@ func (e *conflictError) Error() string {
 	return fmt.Sprintf("templates %s and %s both inject %s %q", e.first, e.second, e.kind, e.name)
 }
 
+// TemplateDigest is the digest graft.dev/status records for t rendered
+// with overrides (parameter name to value) over its defaults: `graft
+// export` compiles it into its policies.
+func TemplateDigest(t *templates.Template, overrides map[string]string) string {
+	return templateDigest(t, overrides)
+}
+
 // templateDigest is planTemplate.digest for t rendered with overrides
 // (parameter name to value) over its defaults.
 func templateDigest(t *templates.Template, overrides map[string]string) string {

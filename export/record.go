@@ -1,0 +1,179 @@
+package export
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/graftdev/graft/inject"
+)
+
+// graft.dev/status version 2 in CEL (FORMATS.md §1, inject/status.go).
+// CEL has no JSON parser, so the policies read a record with regular
+// expressions, and only in the one form graft writes (canonical: keys in
+// order, names without escapes, appContainers sorted). A Pod carrying a
+// record in any other form, or one graft would upgrade (another revision or
+// digest), is refused by the validating policy: the engine rewrites such
+// records, and a policy that cannot must not write a different one.
+
+// Regular expressions of the canonical record.
+const (
+	reName    = `"[^"\\]+"`
+	reList    = `\[` + reName + `(,` + reName + `)*\]`
+	reApp     = reName + `:\{("env":` + reList + `(,"volumeMounts":` + reList + `)?|"volumeMounts":` + reList + `)\}`
+	reEntry   = `\{"name":` + reName + `,"revision":` + reName + `,"digest":` + reName + `(,"initContainers":` + reList + `)?(,"containers":` + reList + `)?(,"volumes":` + reList + `)?(,"imagePullSecrets":` + reList + `)?(,"annotations":` + reList + `)?(,"labels":` + reList + `)?(,"appContainers":\{` + reApp + `(,` + reApp + `)*\})?\}`
+	reRecord  = `^\{"version":2(,"injected":` + reList + `)?(,"templates":\[` + reEntry + `(,` + reEntry + `)*\])?\}$`
+	reAppText = `"[^"]+":\{"(env|volumeMounts)":[^{}]*\}`
+)
+
+// injectedLabel is the Pod label graft sets on every Pod it injects, to the
+// revision that injected it (FORMATS.md §4).
+const injectedLabel = "graft.dev/injected"
+
+// recordKeys are an entry's lists as the CEL maps below name them, with
+// their keys in the record, in the record's order.
+var recordKeys = []struct{ field, key string }{
+	{"i", "initContainers"}, {"c", "containers"}, {"v", "volumes"},
+	{"s", "imagePullSecrets"}, {"a", "annotations"}, {"b", "labels"},
+}
+
+// namesIn is a CEL list of the names of text's list under key (text an
+// entry or an app container's object).
+func namesIn(text, key string) string {
+	head := `"` + key + `":`
+	return text + ".findAll(" + celString(head+`\[[^\]]*\]`) + ").map(x, x.substring(" + strconv.Itoa(len(head)) +
+		`).findAll("\"[^\"]+\"")).flatten().map(n, n.substring(1, size(n) - 1))`
+}
+
+// recordVars read the Pod's graft.dev/status: recEntries holds its entries
+// as maps ("n" name, "r" revision, "d" digest, a list per recordKeys field,
+// "apps": [{"c", "env", "mounts"}]) when recOK, the record being one the
+// policies can merge; ownedC and ownedV are the container and volume names
+// it says graft injected.
+func (p *profile) recordVars() []celVar {
+	entry := `{"n": dyn(e.split("\"")[3]), "r": dyn(e.split("\"")[7]), "d": dyn(e.split("\"")[11])`
+	for _, k := range recordKeys {
+		entry += `, "` + k.field + `": dyn(` + namesIn("e", k.key) + ")"
+	}
+	entry += `, "apps": dyn(e.findAll(` + celString(reAppText) + `).map(x, {"c": dyn(x.split("\"")[1]), "env": dyn(` +
+		namesIn("x", "env") + `), "mounts": dyn(` + namesIn("x", "volumeMounts") + ")}))}"
+	return []celVar{
+		{"recHas", celString(inject.StatusAnnotation) + " in variables.annotations"},
+		{"rec", "variables.annotations[?" + celString(inject.StatusAnnotation) + `].orValue("")`},
+		{"recForm", "variables.rec.matches(" + celString(reRecord) + ")"},
+		{"recEntries", "variables.recForm ? variables.rec.findAll(" + celString(reEntry) + ").map(e, " + entry + ") : []"},
+		// The engine reads a value that is not a JSON object as no record,
+		// and so does an empty object.
+		{"recNone", "!variables.recHas || !variables.rec.matches(\"^\\\\s*\\\\{\") || variables.rec.matches(\"^\\\\s*\\\\{\\\\s*\\\\}\\\\s*$\")"},
+		{"recOK", "variables.recForm && variables.recEntries.all(e, e.apps.map(a, a.c).isSorted())"},
+		{"ownedC", "variables.recEntries.map(e, e.i + e.c).flatten()"},
+		{"ownedV", "variables.recEntries.map(e, e.v).flatten()"},
+	}
+}
+
+// digestVars compute "digests", the digest graft.dev/status records per
+// template (inject.TemplateDigest): a constant per combination of the
+// enum and bool parameters, looked up in CEL. Other parameters must hold
+// the profile's value: CEL cannot hash another. "" marks a template the
+// Pod sets such a parameter of; "unhashable" lists their annotation keys.
+func (p *profile) digestVars() []celVar {
+	var digests, unhashable []string
+	for _, tn := range p.order {
+		tmpl := p.tmpls[tn].tmpl
+		base := p.defaults[tn]
+		var finite []int
+		combos := 1
+		for i, prm := range tmpl.Params {
+			if d := domain(&tmpl.Params[i]); len(d) > 0 && combos*len(d) <= maxDigestCombos {
+				finite = append(finite, i)
+				combos *= len(d)
+				continue
+			}
+			key := annotationKey(tn, prm.Name)
+			raw := rawValue(tn, &tmpl.Params[i], base[prm.Name])
+			unhashable = append(unhashable, "("+celString(tn)+" in variables.templates && "+raw+" != "+celString(base[prm.Name])+
+				" ? ["+celString(key)+"] : [])")
+		}
+		// Every combination of the finite parameters' values, keyed by the
+		// values joined with NUL.
+		table := map[string]string{}
+		var keyParts []string
+		for _, i := range finite {
+			prm := &tmpl.Params[i]
+			keyParts = append(keyParts, "string("+rawValue(tn, prm, base[prm.Name])+")")
+		}
+		var walk func(k int, vals map[string]string, key []string)
+		walk = func(k int, vals map[string]string, key []string) {
+			if k == len(finite) {
+				table[strings.Join(key, "\x00")] = inject.TemplateDigest(tmpl, vals)
+				return
+			}
+			prm := &tmpl.Params[finite[k]]
+			for _, v := range domain(prm) {
+				s := fmt.Sprint(v)
+				next := maps.Clone(vals)
+				next[prm.Name] = s
+				walk(k+1, next, append(key[:len(key):len(key)], s))
+			}
+		}
+		walk(0, base, nil)
+		var expr string
+		if len(finite) == 0 {
+			expr = celString(table[""])
+		} else {
+			var pairs []string
+			for _, k := range slices.Sorted(maps.Keys(table)) {
+				pairs = append(pairs, celString(k)+": "+celString(table[k]))
+			}
+			expr = "{" + strings.Join(pairs, ", ") + "}[" + strings.Join(keyParts, ` + "\x00" + `) + "]"
+		}
+		digests = append(digests, celString(tn)+": "+expr)
+	}
+	un := "[]"
+	if len(unhashable) > 0 {
+		un = strings.Join(unhashable, " + ")
+	}
+	return []celVar{
+		{"unhashable", un},
+		{"digests", "{" + strings.Join(digests, ", ") + "}"},
+	}
+}
+
+// maxDigestCombos bounds a template's digest table; parameters past it
+// must hold the profile's value.
+const maxDigestCombos = 64
+
+// stalenessVars: recStale lists the record's entries graft would upgrade
+// (another revision or digest than the Pod's templates have now).
+func (p *profile) stalenessVars() []celVar {
+	return []celVar{
+		{"recStale", "variables.recEntries.filter(e, e.n in variables.templates && (e.r != " + celString(p.revision) +
+			" || e.d != variables.digests[e.n]))"},
+	}
+}
+
+// conflictVars find, per template the Pod gets, the first container, init
+// container or volume of its own name that the Pod holds and the record
+// does not say graft injected, in the engine's order (inject/merge.go,
+// findConflict); kept are the templates without one.
+func conflictVars(inits, containers, volumes string) []celVar {
+	podInits := "object.spec.?initContainers.orValue([]).map(c, c.name)"
+	podContainers := "object.spec.?containers.orValue([]).map(c, c.name)"
+	podVolumes := "object.spec.?volumes.orValue([]).map(v, v.name)"
+	return []celVar{
+		{"conflicts", "variables.templates.map(t, (" + inits + ".filter(e, e.t == t) + " + containers + ".filter(e, e.t == t))" +
+			".filter(e, !(e.n in variables.ownedC) && (e.n in " + podInits + " || e.n in " + podContainers + "))" +
+			`.map(e, {"t": dyn(t), "o": dyn(e.n in ` + podInits + ` ? "init container" : "container"), "n": dyn(e.n)}) + ` +
+			volumes + ".filter(e, e.t == t && !(e.n in variables.ownedV) && e.n in " + podVolumes + `).map(e, {"t": dyn(t), "o": dyn("volume"), "n": dyn(e.n)})).flatten()`},
+		{"kept", "variables.templates.filter(t, !variables.conflicts.exists(c, c.t == t))"},
+	}
+}
+
+// conflictMessage is the engine's denial of conflicts[0] (inject/notice.go).
+func (p *profile) conflictMessage() string {
+	c := "variables.conflicts[0]"
+	return `"Pod already has " + ` + c + `.o + " \"" + ` + c + `.n + "\", which graft did not inject; rename it, or set onConflict: keep in profile \"` +
+		p.name + `\" to admit such Pods without " + ` + c + ".t"
+}
