@@ -17,7 +17,9 @@ func TestInjectedLabel(t *testing.T) {
 	rev.Revision = "2026-12"
 	e, eRev := newTestEngine(t, cfg), newTestEngine(t, rev)
 	withLabel := func(v string) func(map[string]any) {
-		return func(p map[string]any) { p["metadata"].(map[string]any)["labels"] = map[string]any{"app": "web", labelInjected: v} }
+		return func(p map[string]any) {
+			p["metadata"].(map[string]any)["labels"] = map[string]any{"app": "web", labelInjected: v}
+		}
 	}
 	tests := []struct {
 		name    string
