@@ -297,12 +297,13 @@ func createOwnedPod(ctx context.Context, ns string, owner metav1.OwnerReference)
 // creator creates Pods in the background, cycling through owners.
 type creator struct {
 	mu      sync.Mutex
-	results []createResult
+	results []revisionCreate
 	cancel  context.CancelFunc
 	done    chan struct{}
 }
 
-type createResult struct {
+// revisionCreate is one background create and the revision it got.
+type revisionCreate struct {
 	start    time.Time
 	revision string
 	err      error
@@ -320,7 +321,7 @@ func startCreating(t *testing.T, ns string, owners []metav1.OwnerReference) *cre
 				return // stopped mid-create: not a failure of graft's
 			}
 			c.mu.Lock()
-			c.results = append(c.results, createResult{start: start, revision: rev, err: err})
+			c.results = append(c.results, revisionCreate{start: start, revision: rev, err: err})
 			c.mu.Unlock()
 		}
 	}()
@@ -346,7 +347,7 @@ func (c *creator) waitAfter(t0 time.Time, n int) {
 }
 
 // stop ends the creates and returns their results.
-func (c *creator) stop() []createResult {
+func (c *creator) stop() []revisionCreate {
 	c.cancel()
 	<-c.done
 	c.mu.Lock()
