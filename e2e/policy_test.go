@@ -85,6 +85,7 @@ func TestShippedPolicyInAPIServer(t *testing.T) {
 	oneTemplate.Annotations = map[string]string{"graft.dev/templates": "agent"}
 	mirror := simplePod("p")
 	mirror.Annotations = map[string]string{"kubernetes.io/config.mirror": "x"}
+	mirror.Spec.NodeName = "node-1" // the API server requires it of mirror Pods
 	cases := []struct {
 		name string
 		pod  *corev1.Pod
