@@ -8,16 +8,19 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/ext"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
-// policyEvaluator runs a ValidatingAdmissionPolicy's CEL as the API server
-// does, for one Pod: matchConditions, then variables (each may use the
-// ones before it), then validations and, for a failed one, its
-// messageExpression. The environment holds the CEL libraries Kubernetes
+// policyEvaluator runs a ValidatingAdmissionPolicy as the API server
+// does, for one Pod: its objectSelector on the Pod's labels, then the CEL:
+// matchConditions, variables (each may use the ones before it), then
+// validations and, for a failed one, its messageExpression. The environment holds the CEL libraries Kubernetes
 // gives admission policies since 1.30 that a policy may use here (the
 // standard library, strings version 2, sets); the e2e suite runs the same
 // policy in kube-apiserver itself.
 type policyEvaluator struct {
+	objects     labels.Selector
 	conditions  []cel.Program
 	variables   []namedProgram
 	validations []checkedProgram
@@ -56,7 +59,12 @@ func newPolicyEvaluator(t *testing.T, vap admissionv1.ValidatingAdmissionPolicy)
 		}
 		return prg
 	}
-	p := &policyEvaluator{}
+	p := &policyEvaluator{objects: labels.Everything()}
+	if mc := vap.Spec.MatchConstraints; mc != nil && mc.ObjectSelector != nil {
+		if p.objects, err = metav1.LabelSelectorAsSelector(mc.ObjectSelector); err != nil {
+			t.Fatalf("objectSelector: %v", err)
+		}
+	}
 	for _, c := range vap.Spec.MatchConditions {
 		p.conditions = append(p.conditions, compile("matchCondition "+c.Name, c.Expression))
 	}
@@ -77,7 +85,7 @@ func newPolicyEvaluator(t *testing.T, vap admissionv1.ValidatingAdmissionPolicy)
 
 // verdict is what the policy makes of a Pod.
 type verdict struct {
-	matched bool   // every matchCondition held, so the validations ran
+	matched bool   // selected, and every matchCondition held, so the validations ran
 	denied  string // the message of the first failed validation, or ""
 }
 
@@ -89,14 +97,23 @@ func (p *policyEvaluator) evaluate(t *testing.T, pod string, nsLabels map[string
 		t.Fatalf("pod: %v", err)
 	}
 	meta, _ := obj["metadata"].(map[string]any)
-	labels := map[string]any{}
+	podLabels := labels.Set{}
+	if l, ok := meta["labels"].(map[string]any); ok {
+		for k, v := range l {
+			podLabels[k], _ = v.(string)
+		}
+	}
+	if !p.objects.Matches(podLabels) {
+		return verdict{}
+	}
+	nsLabelValues := map[string]any{}
 	for k, v := range nsLabels {
-		labels[k] = v
+		nsLabelValues[k] = v
 	}
 	vars := map[string]any{}
 	in := map[string]any{
 		"object":          obj,
-		"namespaceObject": map[string]any{"metadata": map[string]any{"name": meta["namespace"], "labels": labels}},
+		"namespaceObject": map[string]any{"metadata": map[string]any{"name": meta["namespace"], "labels": nsLabelValues}},
 		"request":         map[string]any{"namespace": meta["namespace"], "operation": "CREATE"},
 		"variables":       vars,
 	}

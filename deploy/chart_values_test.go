@@ -102,11 +102,6 @@ func TestChartFollowsValues(t *testing.T) {
 		if got := deref(w.ClientConfig.Service.Path); got != wantPath[w.Name] || w.ClientConfig.Service.Name != fullname {
 			t.Errorf("%s: calls %s%s, want %s%s", w.Name, w.ClientConfig.Service.Name, got, fullname, wantPath[w.Name])
 		}
-		profile, _, _ := webhookRoute(w.Name)
-		skipsHostNetwork := slices.ContainsFunc(w.MatchConditions, func(c admissionv1.MatchCondition) bool { return c.Name == "not-host-network" })
-		if skipsHostNetwork != (profile == "mesh") {
-			t.Errorf("%s: skips hostNetwork Pods = %v, but only node-agent sets injectHostNetwork", w.Name, skipsHostNetwork)
-		}
 		if got := exprValues(w.NamespaceSelector, "kubernetes.io/metadata.name", metav1.LabelSelectorOpNotIn); !sameSet(got, excluded) {
 			t.Errorf("%s: excludes %v, want %v", w.Name, got, excluded)
 		}

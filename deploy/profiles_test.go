@@ -119,9 +119,7 @@ func TestWebhooksAreGenerated(t *testing.T) {
 
 // TestOneWebhookPerProfileAndRevision: config.yaml, the webhooks and the
 // policy name the same profiles; each profile has a webhook for
-// namespaces without graft.dev/rev and one per revision and tag;
-// hostNetwork Pods are skipped exactly where no revision the webhook
-// serves injects them.
+// namespaces without graft.dev/rev and one per revision and tag.
 func TestOneWebhookPerProfileAndRevision(t *testing.T) {
 	f := loadFileConfig(t)
 	cfg := f.Config
@@ -136,16 +134,8 @@ func TestOneWebhookPerProfileAndRevision(t *testing.T) {
 			t.Errorf("webhook %s serves profile %q, which config.yaml does not define", w.Name, profile)
 			continue
 		}
-		injectsHostNetwork := slices.ContainsFunc(f.Targets(rev), func(r string) bool {
-			rc, _ := f.EngineConfig(r)
-			return rc.Profiles[profile].InjectHostNetwork
-		})
-		skipsHostNetwork := slices.ContainsFunc(w.MatchConditions, func(c admissionv1.MatchCondition) bool {
-			return c.Name == "not-host-network"
-		})
-		if skipsHostNetwork == injectsHostNetwork {
-			t.Errorf("webhook %s: skips hostNetwork Pods = %v, but its revisions' injectHostNetwork = %v",
-				w.Name, skipsHostNetwork, injectsHostNetwork)
+		if len(f.Targets(rev)) == 0 {
+			t.Errorf("webhook %s serves no revision of config.yaml", w.Name)
 		}
 		if profile == cfg.DefaultProfile && rev == "" && *w.ClientConfig.Service.Path != "/inject" {
 			t.Errorf("the default profile %s is not served on /inject", profile)

@@ -14,10 +14,12 @@ import (
 )
 
 // Scenario 13: the shipped ValidatingAdmissionPolicy, evaluated by
-// kube-apiserver itself, admits Pods whose graft.dev/status (today's form
-// or version 2) lists containers they hold and refuses the others with its
-// messages. A copy of it is bound to one namespace whose label no webhook
-// serves, so the Pods reach it exactly as written here.
+// kube-apiserver itself, passes Pods labelled graft.dev/injected without
+// evaluating them, admits the unlabelled Pods graft leaves alone (carrying
+// graft.dev/status, hostNetwork, no templates selected, mirror Pods) and
+// refuses the others with its message. A copy of it is bound to one
+// namespace whose label no webhook serves, so the Pods reach it exactly as
+// written here.
 func TestShippedPolicyInAPIServer(t *testing.T) {
 	const label = "e2e-policy"
 	ns := newNamespace(t, "e2e-policy", map[string]string{cluster.InjectLabel: label})
@@ -50,9 +52,10 @@ func TestShippedPolicyInAPIServer(t *testing.T) {
 
 	const (
 		notInjected = "graft did not inject this Pod, and namespace " + "e2e-policy" + " requires it (label graft.dev/inject=" + label + ")"
-		lacks       = "this Pod lacks containers graft injected"
 		v1          = `{"templates":["agent"],"initContainers":["graft-agent"],"volumes":["graft-agent-run"]}`
 		v2          = `{"version":2,"injected":["graft-agent"],"templates":[{"name":"agent","revision":"default","digest":"9f86d081884c7d65","initContainers":["graft-agent"],"volumes":["graft-agent-run"]}]}`
+		// What graft writes when onConflict: keep left every template out.
+		v2Empty = `{"version":2}`
 	)
 	dryRun := func(ctx context.Context, p *corev1.Pod) error {
 		_, err := env.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
@@ -65,33 +68,38 @@ func TestShippedPolicyInAPIServer(t *testing.T) {
 		return nil
 	})
 
-	pod := func(status string, withAgent bool) *corev1.Pod {
+	pod := func(status string) *corev1.Pod {
 		p := simplePod("p")
 		if status != "" {
 			p.Annotations = map[string]string{cluster.StatusAnnotation: status}
 		}
-		if withAgent {
-			always := corev1.ContainerRestartPolicyAlways
-			p.Spec.InitContainers = []corev1.Container{{Name: agentContainer, Image: "registry.invalid/agent:1", RestartPolicy: &always}}
-		}
 		return p
 	}
+	labelled := simplePod("p")
+	labelled.Labels = map[string]string{"graft.dev/injected": "default"}
 	hostNet := simplePod("p")
 	hostNet.Spec.HostNetwork = true
 	noTemplates := simplePod("p")
 	noTemplates.Annotations = map[string]string{"graft.dev/templates": " , "}
+	oneTemplate := simplePod("p")
+	oneTemplate.Annotations = map[string]string{"graft.dev/templates": "agent"}
+	mirror := simplePod("p")
+	mirror.Annotations = map[string]string{"kubernetes.io/config.mirror": "x"}
+	mirror.Spec.NodeName = "node-1" // the API server requires it of mirror Pods
 	cases := []struct {
 		name string
 		pod  *corev1.Pod
 		want string // "" admitted, else what the refusal says
 	}{
-		{"no status", pod("", false), notInjected},
-		{"today's status, container present", pod(v1, true), ""},
-		{"today's status, container missing", pod(v1, false), lacks},
-		{"version 2, container present", pod(v2, true), ""},
-		{"version 2, container missing", pod(v2, false), lacks},
+		{"no status", pod(""), notInjected},
+		{"labelled graft.dev/injected", labelled, ""},
+		{"version 1 status", pod(v1), ""},
+		{"version 2 status", pod(v2), ""},
+		{"version 2 status, nothing injected", pod(v2Empty), ""},
 		{"hostNetwork", hostNet, ""},
 		{"no templates selected", noTemplates, ""},
+		{"a template selected", oneTemplate, notInjected},
+		{"mirror Pod", mirror, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

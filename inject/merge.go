@@ -163,7 +163,8 @@ func merge(pl *plan, keep, repairs bool, p *pod, s *scratch, cache *recordCache)
 	// status annotation is graft's own and kept current. It records every
 	// addition, so it is written once they are all known.
 	s.markMissing(pl.annotations, p.annotationKeys)
-	s.markMissing(pl.labels, p.labelKeys)
+	s.markMissing(pl.labels[:pl.injectedAt], p.labelKeys)
+	injected, replaceInjected := s.markInjected(pl, p)
 	// A status graft wrote, to which this request adds nothing, stays.
 	unchanged := s.curCanonical && !s.addedAny && s.recordsAll(pl)
 	if !unchanged {
@@ -179,7 +180,10 @@ func merge(pl *plan, keep, repairs bool, p *pod, s *scratch, cache *recordCache)
 	}
 	s.endEdit(e)
 	e = s.beginEdit(tLabels, 0, p.labels, 0)
-	s.addMarked(pl.labels)
+	s.addMarked(pl.labels[:pl.injectedAt])
+	if injected != nil {
+		s.inserts = append(s.inserts, insert{ref: injected.ref, replace: replaceInjected})
+	}
 	s.endEdit(e)
 
 	if repairs && s.needsRepair(pl, p) {
@@ -196,6 +200,37 @@ func (s *scratch) markMissing(els []element, have []kv) {
 			s.added[el.ref], s.addedAny = true, true
 		}
 	}
+}
+
+// markInjected marks added the graft.dev/injected label when the Pod
+// lacks it or holds another value (then replace is set), and this request
+// injects any template: it returns the element of the template that
+// records it, the first of those the record already credits with it, else
+// the first injected. A Pod carrying the plan's revision is left as it is.
+func (s *scratch) markInjected(pl *plan, p *pod) (el *element, replace bool) {
+	v, ok := p.label(labelInjected)
+	if ok && v == pl.revision {
+		return nil, false
+	}
+	at := -1
+	for ti := range pl.tmpls {
+		if s.skipped[ti] {
+			continue
+		}
+		if s.cur.credits(pl.tmpls[ti].name, kLabels, labelInjected) {
+			at = ti
+			break
+		}
+		if at < 0 {
+			at = ti
+		}
+	}
+	if at < 0 {
+		return nil, false
+	}
+	el = &pl.labels[pl.injectedAt+at]
+	s.added[el.ref], s.addedAny = true, true
+	return el, ok
 }
 
 // addMarked inserts into the open map edit each element of els that

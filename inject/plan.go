@@ -29,7 +29,14 @@ type plan struct {
 	appMount []element
 
 	annotations []element // name = key, raw = JSON string value
-	labels      []element
+	// labels are the templates' labels, then from injectedAt one
+	// graft.dev/injected label per template (plan.tmpls order): the label
+	// graft sets on every Pod it injects, recorded under the first
+	// template the request injects (see scratch.markInjected).
+	labels     []element
+	injectedAt int
+	// revision is the resolved revision graft.dev/injected carries.
+	revision string
 	// status stands for graft.dev/status, whose value each request writes
 	// (scratch.statusOut): it records what that request's Pod holds.
 	status element
@@ -127,7 +134,7 @@ func (pl *plan) elements() []*element {
 // revision.
 func buildPlan(id uint32, revision string, tmpls []*templates.Template, params map[string]map[string]string) (*plan, error) {
 	names := templateNames(tmpls)
-	pl := &plan{id: id, templates: names}
+	pl := &plan{id: id, templates: names, revision: revision}
 	seen := map[string]string{} // "kind/name" -> template
 	claim := func(kind, name, tmpl string) error {
 		if prev, dup := seen[kind+"/"+name]; dup {
@@ -186,6 +193,10 @@ func buildPlan(id uint32, revision string, tmpls []*templates.Template, params m
 			}
 			pl.labels = append(pl.labels, element{name: l.Key, raw: quoteJSON(l.Value), tmpl: ti})
 		}
+	}
+	pl.injectedAt = len(pl.labels)
+	for ti := range tmpls {
+		pl.labels = append(pl.labels, element{name: labelInjected, raw: quoteJSON(revision), tmpl: ti})
 	}
 	pl.status = element{name: annotationStatus, tmpl: -1}
 	audit, err := json.Marshal(map[string]string{"injected-templates": strings.Join(names, ",")})

@@ -7,7 +7,11 @@ import (
 
 // Well-known names graft reads on a Pod.
 const (
-	labelInject         = "graft.dev/inject"
+	labelInject = "graft.dev/inject"
+	// labelInjected (value: the resolved revision) is set on every Pod
+	// graft injects, so the guarantee policy's objectSelector can pass
+	// injected Pods without the API server converting them for CEL.
+	labelInjected       = "graft.dev/injected"
 	annotationStatus    = "graft.dev/status"
 	annotationTemplates = "graft.dev/templates"
 	annotationMirror    = "kubernetes.io/config.mirror"

@@ -407,20 +407,27 @@ func stripGraft(pl *plan, orig, patched map[string]any) {
 		}
 	}
 	om, pm := orig["metadata"].(map[string]any), patched["metadata"].(map[string]any)
-	oa, had := om["annotations"]
-	pa := pm["annotations"].(map[string]any)
-	oam, _ := oa.(map[string]any)
-	if v, ok := oam[annotationStatus]; ok {
-		pa[annotationStatus] = v
-	} else {
-		delete(pa, annotationStatus)
+	stripKey := func(mapKey, key string) {
+		o, had := om[mapKey]
+		p, _ := pm[mapKey].(map[string]any)
+		if p == nil {
+			return
+		}
+		om, _ := o.(map[string]any)
+		if v, ok := om[key]; ok {
+			p[key] = v
+		} else {
+			delete(p, key)
+		}
+		switch {
+		case !had && len(p) == 0:
+			delete(pm, mapKey)
+		case had && o == nil && len(p) == 0:
+			pm[mapKey] = nil
+		}
 	}
-	switch {
-	case !had && len(pa) == 0:
-		delete(pm, "annotations")
-	case had && oa == nil && len(pa) == 0:
-		pm["annotations"] = nil
-	}
+	stripKey("annotations", annotationStatus)
+	stripKey("labels", labelInjected)
 }
 
 func TestProperties(t *testing.T) {

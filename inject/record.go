@@ -100,6 +100,13 @@ func (r *record) owns(k listKind, name string) bool {
 	return false
 }
 
+// credits reports whether the entry of template tmpl lists name in its
+// list of kind k.
+func (r *record) credits(tmpl string, k listKind, name string) bool {
+	i := r.find(tmpl)
+	return i >= 0 && contains(r.list(r.entries[i].lists[k]), name)
+}
+
 // hasLegacy reports whether a version 1 record names anything: such a Pod
 // is upgraded, since version 1 cannot say which template added what.
 func (r *record) hasLegacy() bool {

@@ -119,6 +119,15 @@ func referenceInject(t *testing.T, pl *plan, object []byte, keep bool) (patched 
 			}
 		}
 	}
+	// graft.dev/injected: the revision, recorded by the first template
+	// injected, unless the Pod already carries it.
+	if i := slices.Index(skip, false); i >= 0 && pod.Labels[labelInjected] != pl.revision {
+		if pod.Labels == nil {
+			pod.Labels = map[string]string{}
+		}
+		pod.Labels[labelInjected] = pl.revision
+		entries[i].Labels = append(entries[i].Labels, labelInjected)
+	}
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}

@@ -105,7 +105,10 @@ type generator struct {
 }
 
 // webhook is profile's webhook for namespaces labelled graft.dev/rev=rev,
-// or without that label when rev is empty.
+// or without that label when rev is empty. It has no matchConditions:
+// kube-apiserver converts the Pod to unstructured form for every set of
+// CEL expressions it evaluates, which costs more per create than graft
+// takes to skip a mirror or hostNetwork Pod itself.
 func (g *generator) webhook(profile, rev string) admissionv1.MutatingWebhook {
 	name, path := profile+nameSuffix, "/inject/"+profile
 	revision := metav1.LabelSelectorRequirement{Key: RevisionLabel, Operator: metav1.LabelSelectorOpDoesNotExist}
@@ -130,10 +133,6 @@ func (g *generator) webhook(profile, rev string) admissionv1.MutatingWebhook {
 		ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 			{Key: InjectLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"false"}},
 		}},
-		MatchConditions: []admissionv1.MatchCondition{{
-			Name:       "not-mirror-pod",
-			Expression: "!has(object.metadata.annotations) || !('kubernetes.io/config.mirror' in object.metadata.annotations)",
-		}},
 		Rules: []admissionv1.RuleWithOperations{{
 			Operations: []admissionv1.OperationType{admissionv1.Create},
 			Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"},
@@ -145,11 +144,6 @@ func (g *generator) webhook(profile, rev string) admissionv1.MutatingWebhook {
 		ReinvocationPolicy:      ptr(admissionv1.IfNeededReinvocationPolicy),
 		TimeoutSeconds:          &timeout,
 		FailurePolicy:           ptr(admissionv1.Ignore),
-	}
-	if !g.injectsHostNetwork(profile, rev) {
-		w.MatchConditions = append(w.MatchConditions, admissionv1.MatchCondition{
-			Name: "not-host-network", Expression: "!has(object.spec.hostNetwork) || !object.spec.hostNetwork",
-		})
 	}
 	return w
 }
@@ -163,16 +157,6 @@ func (g *generator) isDefaultProfile(profile string) bool {
 		}
 	}
 	return true
-}
-
-// injectsHostNetwork reports whether any revision rev (a revision or tag;
-// empty: the default) may choose injects profile into hostNetwork Pods:
-// then they must be sent to graft.
-func (g *generator) injectsHostNetwork(profile, rev string) bool {
-	return slices.ContainsFunc(g.f.Targets(rev), func(r string) bool {
-		cfg, _ := g.f.EngineConfig(r)
-		return cfg.Profiles[profile].InjectHostNetwork
-	})
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -23,6 +23,10 @@ const maxBody = 7 << 20
 const (
 	injectLabel      = "graft.dev/inject"
 	statusAnnotation = "graft.dev/status"
+	// injectedLabel carries the revision graft injected from; the peer
+	// serves what graft's default revision does.
+	injectedLabel    = "graft.dev/injected"
+	injectedRevision = "default"
 	mirrorAnnotation = "kubernetes.io/config.mirror"
 )
 
@@ -253,7 +257,7 @@ func (in *injector) mutate(pod *corev1.Pod) {
 		}
 	}
 	pod.Annotations[statusAnnotation] = in.status
-	if len(in.labels) > 0 && pod.Labels == nil {
+	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
 	for _, kv := range in.labels {
@@ -261,6 +265,7 @@ func (in *injector) mutate(pod *corev1.Pod) {
 			pod.Labels[kv.Key] = kv.Value
 		}
 	}
+	pod.Labels[injectedLabel] = injectedRevision
 }
 
 func isSidecar(c corev1.Container) bool {

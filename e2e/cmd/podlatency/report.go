@@ -201,7 +201,7 @@ func (r *report) markdown() string {
 	var md strings.Builder
 	fmt.Fprintf(&md, "## Pod create latency through kube-apiserver (%s)\n\n", r.When)
 	md.WriteString("Set-up: " + r.Setup + ". `graft` is the shipped webhook and ValidatingAdmissionPolicy; " +
-		"`graft-bare` the same webhook without its matchConditions and without the policy; `minimal` a standard-library webhook answering every review with a fixed patch adding one init container " +
+		"`graft-bare` the same webhook without the policy; `minimal` a standard-library webhook answering every review with a fixed patch adding one init container " +
 		"(reinvocationPolicy: Never); `policy` a MutatingAdmissionPolicy (JSONPatch) adding the same init containers " +
 		"and volumes as graft's default profile; `graft-export` the policies `graft export` writes for that profile " +
 		"(the same Pod as graft, and the parameter and final-state checks). graft and conventional also add annotations. " +

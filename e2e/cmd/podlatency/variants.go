@@ -97,14 +97,12 @@ func setupGraft(ctx context.Context, b *bench) (variant, error) {
 	return v, b.c.CreateNamespace(ctx, v.ns, map[string]string{cluster.InjectLabel: "enabled", variantLabel: v.name})
 }
 
-// setupGraftBare is graft's webhook alone, to tell what the shipped
-// wiring around it costs: the shipped webhook for /inject pointed at the
-// same graft, for its own namespace, without its matchConditions (each
-// makes kube-apiserver convert the Pod for CEL) and without the guarantee
-// policy.
+// setupGraftBare is graft's webhook alone, to tell what the guarantee
+// policy costs beside it: the shipped webhook for /inject pointed at the
+// same graft, for its own namespace, without the policy.
 func setupGraftBare(ctx context.Context, b *bench) (variant, error) {
 	v := variant{name: "graft-bare", ns: "lat-graft-bare", injected: injectedBy(b.sidecar), webhook: "inject.graft-bare.bench.graft.dev"}
-	return v, registerScoped(ctx, b, v, b.c.GraftAddr(), b.c.GraftCA(), func(w *admissionregv1.MutatingWebhook) { w.MatchConditions = nil })
+	return v, registerScoped(ctx, b, v, b.c.GraftAddr(), b.c.GraftCA(), func(*admissionregv1.MutatingWebhook) {})
 }
 
 // registerScoped registers the shipped webhook for the default profile

@@ -183,23 +183,6 @@ with a share above 0. An empty name is the default revision's.
 {{- end -}}
 
 {{/*
-graft.revisionProfile (dict "root" $ "rev" revision "profile" name): JSON of
-the profile as that revision serves it: the revision's own, else the top
-level's.
-*/}}
-{{- define "graft.revisionProfile" -}}
-{{- $cfg := .root.Values.config -}}
-{{- $p := get ($cfg.profiles | default dict) .profile | default dict -}}
-{{- if ne .rev (include "graft.topRevision" .root) -}}
-{{- $r := get ($cfg.revisions | default dict) .rev | default dict -}}
-{{- with get ($r.profiles | default dict) .profile -}}
-{{- $p = . -}}
-{{- end -}}
-{{- end -}}
-{{- toJson $p -}}
-{{- end -}}
-
-{{/*
 graft.servesInject (dict "root" $ "profile" name): "true" when /inject
 serves the profile: it is the default profile of every revision the
 default revision may choose.
@@ -221,22 +204,4 @@ default revision may choose.
 {{- end -}}
 {{- end -}}
 {{- if $all }}true{{ end -}}
-{{- end -}}
-
-{{/*
-graft.injectsHostNetwork (dict "root" $ "rev" name "profile" name): "true"
-when a revision the graft.dev/rev value may choose injects the profile into
-hostNetwork Pods, so they must be sent to graft.
-*/}}
-{{- define "graft.injectsHostNetwork" -}}
-{{- $root := .root -}}
-{{- $profile := .profile -}}
-{{- $any := false -}}
-{{- range $rev := include "graft.targets" . | fromJsonArray -}}
-{{- $p := include "graft.revisionProfile" (dict "root" $root "rev" $rev "profile" $profile) | fromJson -}}
-{{- if $p.injectHostNetwork -}}
-{{- $any = true -}}
-{{- end -}}
-{{- end -}}
-{{- if $any }}true{{ end -}}
 {{- end -}}
