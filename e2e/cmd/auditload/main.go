@@ -62,35 +62,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if o.pods <= 0 || o.namespaces <= 0 || o.runs <= 0 || o.workers <= 0 {
 		return errors.New("-pods, -namespaces, -runs and -workers must be > 0")
 	}
-	opts, err := cluster.OptionsFromEnv()
+	c, opts, finish, err := cluster.StartTool(ctx, "auditload", stderr)
 	if err != nil {
 		return err
 	}
-	if opts.Dir, err = os.MkdirTemp(cluster.TempRoot(), "graft-auditload-"); err != nil {
-		return err
-	}
-	defer func() {
-		if err == nil {
-			os.RemoveAll(opts.Dir)
-		} else {
-			os.RemoveAll(filepath.Join(opts.Dir, "etcd-data"))
-			fmt.Fprintf(stderr, "auditload: logs kept in %s\n", opts.Dir)
-		}
-	}()
-	fmt.Fprintln(stderr, "auditload: starting etcd, kube-apiserver and graft on 127.0.0.1")
-	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	c, err := cluster.Start(startCtx, opts)
-	defer func() {
-		if c != nil {
-			if serr := c.Stop(); serr != nil && err == nil {
-				err = serr
-			}
-		}
-	}()
-	if err != nil {
-		return err
-	}
+	defer finish(&err)
 	shipped, err := cluster.LoadShipped("..")
 	if err != nil {
 		return err

@@ -24,15 +24,15 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
-	"github.com/graftdev/graft/bench/corpus"
-	"github.com/graftdev/graft/e2e/internal/cluster"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/graftdev/graft/bench/corpus"
+	"github.com/graftdev/graft/e2e/internal/cluster"
 )
 
 func main() {
@@ -84,41 +84,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if conventionalBin == "" {
 		return errors.New("GRAFT_BENCH_CONVENTIONAL is not set: run with `make bench-e2e`")
 	}
-	opts, err := cluster.OptionsFromEnv()
+	c, opts, finish, err := cluster.StartTool(ctx, "podlatency", stderr)
 	if err != nil {
 		return err
 	}
-	if opts.Dir, err = os.MkdirTemp(cluster.TempRoot(), "graft-podlatency-"); err != nil {
-		return err
-	}
-	defer func() {
-		if err == nil {
-			os.RemoveAll(opts.Dir)
-		} else {
-			// Keep the logs, not etcd's preallocated data (tens of MB, on
-			// tmpfs when /dev/shm is used).
-			os.RemoveAll(filepath.Join(opts.Dir, "etcd-data"))
-			fmt.Fprintf(stderr, "podlatency: logs kept in %s\n", opts.Dir)
-		}
-	}()
-
-	fmt.Fprintln(stderr, "podlatency: starting etcd, kube-apiserver and graft on 127.0.0.1")
-	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	c, err := cluster.Start(startCtx, opts)
-	defer func() {
-		if err != nil && c != nil {
-			fmt.Fprint(stderr, c.Logs(8<<10))
-		}
-		if c != nil {
-			if serr := c.Stop(); serr != nil && err == nil {
-				err = serr
-			}
-		}
-	}()
-	if err != nil {
-		return err
-	}
+	defer finish(&err)
 	b, err := newBench(c, opts.Dir, conventionalBin)
 	if err != nil {
 		return err

@@ -1,0 +1,50 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// StartTool starts a control plane for the load-test command name, from
+// the environment `make` sets (returned as opts, opts.Dir the fresh
+// directory under TempRoot it made). The
+// caller defers finish with its named error: it stops the control plane
+// and removes the directory, or, when the command failed, prints the
+// processes' last logs and keeps them (not etcd's data, tens of MB).
+func StartTool(ctx context.Context, name string, stderr io.Writer) (c *Cluster, opts Options, finish func(errp *error), err error) {
+	if opts, err = OptionsFromEnv(); err != nil {
+		return nil, opts, nil, err
+	}
+	if opts.Dir, err = os.MkdirTemp(TempRoot(), "graft-"+name+"-"); err != nil {
+		return nil, opts, nil, err
+	}
+	fmt.Fprintf(stderr, "%s: starting etcd, kube-apiserver and graft on 127.0.0.1\n", name)
+	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	c, err = Start(startCtx, opts)
+	finish = func(errp *error) {
+		if *errp != nil && c != nil {
+			fmt.Fprint(stderr, c.Logs(8<<10))
+		}
+		if c != nil {
+			if serr := c.Stop(); serr != nil && *errp == nil {
+				*errp = serr
+			}
+		}
+		if *errp == nil {
+			os.RemoveAll(opts.Dir)
+			return
+		}
+		os.RemoveAll(filepath.Join(opts.Dir, "etcd-data"))
+		fmt.Fprintf(stderr, "%s: logs kept in %s\n", name, opts.Dir)
+	}
+	if err != nil {
+		finish(&err)
+		return nil, opts, nil, err
+	}
+	return c, opts, finish, nil
+}
