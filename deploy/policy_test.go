@@ -103,13 +103,6 @@ func statusV1(t *testing.T, p *corev1.Pod) {
 	p.Annotations["graft.dev/status"] = mustJSON(t, v1)
 }
 
-func orEmpty(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
 func mustJSON(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
