@@ -79,17 +79,14 @@ func startAPIServer(ctx context.Context, bin, dir, etcdURL string, extraArgs ...
 		"--service-account-key-file=" + filepath.Join(pki, "sa.pub"),
 		"--service-account-signing-key-file=" + filepath.Join(pki, "sa.key"),
 		"--service-cluster-ip-range=10.96.0.0/16",
-		// No --enable-admission-plugins or --disable-admission-plugins:
-		// the API server runs its default plugins, as clusters do. Among
-		// them are ServiceAccount and LimitRanger, which re-run after the
-		// webhooks, and both admission policy kinds (GA in 1.36). The
-		// ServiceAccount plugin needs each namespace's default
-		// ServiceAccount, which serviceAccounts creates in place of
-		// kube-controller-manager.
-		// No other control-plane component runs: skip the work that only
-		// matters to them.
-		"--endpoint-reconciler-type=none",
-		"--enable-priority-and-fairness=false",
+		// The admission plugins are left at their defaults, as clusters
+		// run them. Among them are ServiceAccount and LimitRanger, which
+		// re-run after the webhooks, and both admission policy kinds (GA
+		// in 1.36). The ServiceAccount plugin needs each namespace's
+		// default ServiceAccount, which serviceAccounts creates in place
+		// of kube-controller-manager. API Priority and Fairness and the
+		// endpoint reconciler stay on too: every request a user makes
+		// goes through APF's queues, so the load tests measure them.
 		// Profiling stays on (the default), so a load test can take a CPU
 		// profile from /debug/pprof/profile.
 	}, extraArgs...)})
