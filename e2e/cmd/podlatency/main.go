@@ -3,14 +3,17 @@
 // the API server's default admission plugins on (ServiceAccount and
 // LimitRanger re-run after the webhooks, each namespace has its default
 // ServiceAccount): with no mutation, with graft (and its shipped
-// ValidatingAdmissionPolicy), with the smallest webhook there can be, with
-// the conventional webhook (bench/peers/conventional), with a
+// ValidatingAdmissionPolicy), with the smallest webhook there can be
+// adding graft's sidecar, with that webhook answering graft's own patch
+// (which parts graft's server from its patch), with the conventional webhook (bench/peers/conventional), with a
 // MutatingAdmissionPolicy that adds the same containers, and with the
 // policies `graft export` writes for the same profile.
 //
-// Two phases: sequential creates, the variants taking turns so drift in
-// the machine hits all alike, then bursts from concurrent clients, the
-// variants in turn. Besides the clients' latencies it reads the API
+// Two phases, each in rounds: sequential creates, the variants taking
+// turns so drift in the machine hits all alike, then bursts from
+// concurrent clients, the variants in turn. The targets are judged by the
+// median round, since one round's figures (a burst's tail above all) move
+// with whatever else the machine runs. Besides the clients' latencies it reads the API
 // server's own metrics: each webhook's duration and calls per create, and
 // the cost of graft's guarantee policy. Run it with `make bench-e2e`.
 package main
@@ -48,6 +51,8 @@ func main() {
 type options struct {
 	n, warmup       int
 	burst, clients  int
+	rounds          int
+	burstRounds     int
 	policyN         int
 	out             string
 	profileDir      string
@@ -62,6 +67,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.warmup, "warmup", 50, "Pods created per variant before measuring")
 	fs.IntVar(&o.burst, "burst", 500, "Pods created per variant in the burst phase (0: no burst phase)")
 	fs.IntVar(&o.clients, "clients", 20, "concurrent clients in the burst phase")
+	fs.IntVar(&o.rounds, "rounds", 3, "rounds of the sequential phase, -n creates per variant in each; its targets are judged by the median round")
+	fs.IntVar(&o.burstRounds, "burst-rounds", 9, "rounds of the burst phase, one burst per variant in each; its target is judged by the median round")
 	fs.IntVar(&o.policyN, "policy-n", 200, "Pods created per variant, one variant at a time, to tell what graft's ValidatingAdmissionPolicy costs")
 	fs.StringVar(&o.out, "out", "../bench/results", "where e2e-latest.md and e2e-latest.json go")
 	fs.StringVar(&o.profileDir, "cpuprofile", "", "if set, afterwards take a kube-apiserver CPU profile per variant into this directory")
@@ -69,8 +76,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	if o.n <= 0 || o.warmup < 0 || o.burst < 0 || o.clients <= 0 || o.policyN <= 0 {
-		return o, errors.New("-n, -clients and -policy-n must be > 0, -warmup and -burst >= 0")
+	if o.n <= 0 || o.warmup < 0 || o.burst < 0 || o.clients <= 0 || o.policyN <= 0 || o.rounds <= 0 || o.burstRounds <= 0 {
+		return o, errors.New("-n, -clients, -rounds, -burst-rounds and -policy-n must be > 0, -warmup and -burst >= 0")
 	}
 	return o, nil
 }
@@ -120,8 +127,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 	}
 
-	fmt.Fprintf(stderr, "podlatency: %d warm-up and %d measured Pod creates per variant, one at a time\n", o.warmup, o.n)
-	seq, err := measureSequential(ctx, b, client, variants, pod, o.warmup, o.n, stderr)
+	fmt.Fprintf(stderr, "podlatency: %d warm-up and %d rounds of %d measured Pod creates per variant, one at a time\n", o.warmup, o.rounds, o.n)
+	seq, err := measureSequential(ctx, b, client, variants, pod, o.warmup, o.n, o.rounds, stderr)
 	if err != nil {
 		return err
 	}
@@ -130,10 +137,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
-	var burst []phaseResult
+	var burst [][]phaseResult
 	if o.burst > 0 {
-		fmt.Fprintf(stderr, "podlatency: bursts of %d Pod creates from %d clients per variant\n", o.burst, o.clients)
-		if burst, err = measureBursts(ctx, b, client, variants, pod, o.burst, o.clients); err != nil {
+		fmt.Fprintf(stderr, "podlatency: %d rounds of bursts of %d Pod creates from %d clients per variant\n", o.burstRounds, o.burst, o.clients)
+		if burst, err = measureBursts(ctx, b, client, variants, pod, o.burst, o.clients, o.burstRounds, stderr); err != nil {
 			return err
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
@@ -70,43 +69,47 @@ func (r *phaseResult) record(d time.Duration, err error, attempts int) error {
 	return nil
 }
 
-// measureSequential creates Pods one at a time, the variants taking turns
-// (and rotating who goes first, so no variant always follows another).
-func measureSequential(ctx context.Context, b *bench, client kubernetes.Interface, vs []variant, pod *corev1.Pod, warmup, n int, progress io.Writer) ([]phaseResult, error) {
-	res := make([]phaseResult, len(vs))
-	var before snapshot
-	for i := range warmup + n {
-		if i == warmup {
-			var err error
-			if before, err = b.scrape(ctx); err != nil {
+// measureSequential creates Pods one at a time in `rounds` rounds of n
+// per variant, after warmup unmeasured ones, the variants taking turns
+// (and rotating who goes first, so no variant always follows another). It
+// returns each round's results, by variant.
+func measureSequential(ctx context.Context, b *bench, client kubernetes.Interface, vs []variant, pod *corev1.Pod, warmup, n, rounds int, progress io.Writer) ([][]phaseResult, error) {
+	for i := range warmup {
+		for k := range vs {
+			if _, err := create(ctx, client, vs[(i+k)%len(vs)], pod); err != nil {
 				return nil, err
 			}
 		}
-		for k := range vs {
-			j := (i + k) % len(vs)
-			d, err := create(ctx, client, vs[j], pod)
-			if i < warmup {
-				if err != nil {
+	}
+	out := make([][]phaseResult, rounds)
+	for round := range rounds {
+		res := make([]phaseResult, len(vs))
+		before, err := b.scrape(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for i := range n {
+			for k := range vs {
+				j := (i + k) % len(vs)
+				d, err := create(ctx, client, vs[j], pod)
+				if err := res[j].record(d, err, n); err != nil {
 					return nil, err
 				}
-				continue
 			}
-			if err := res[j].record(d, err, n); err != nil {
-				return nil, err
+			if (i+1)%250 == 0 {
+				fmt.Fprintf(progress, "podlatency: round %d/%d: %d/%d creates per variant\n", round+1, rounds, i+1, n)
 			}
 		}
-		if (i+1)%100 == 0 {
-			fmt.Fprintf(progress, "podlatency: %d/%d rounds\n", i+1, warmup+n)
+		after, err := b.scrape(ctx)
+		if err != nil {
+			return nil, err
 		}
+		for j := range res {
+			res[j].m = after.minus(before)
+		}
+		out[round] = res
 	}
-	after, err := b.scrape(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for i := range res {
-		res[i].m = after.minus(before)
-	}
-	return res, nil
+	return out, nil
 }
 
 // measurePolicies creates n Pods one at a time per variant, one variant
@@ -135,35 +138,52 @@ func measurePolicies(ctx context.Context, b *bench, client kubernetes.Interface,
 	return out, nil
 }
 
-// measureBursts sends each variant n creates from `clients` concurrent
-// clients, in two halves: the variants in order, then in reverse, so that
-// the growing number of stored Pods weighs on all alike.
-func measureBursts(ctx context.Context, b *bench, client kubernetes.Interface, vs []variant, pod *corev1.Pod, n, clients int) ([]phaseResult, error) {
-	res := make([]phaseResult, len(vs))
-	order := make([]int, len(vs))
-	for i := range order {
-		order[i] = i
-	}
-	for half, size := range []int{n / 2, n - n/2} {
-		if half == 1 {
-			slices.Reverse(order)
-		}
-		for _, j := range order {
+// measureBursts runs `rounds` rounds; in each, every variant gets n creates
+// from `clients` concurrent clients, one variant after another, the order
+// rotating by round so that no variant always follows another and the
+// growing number of stored Pods weighs on all alike. It returns each
+// round's results, by variant: a burst's tail swings widely from one
+// burst to the next, so its figures are judged per round and then over
+// the rounds.
+func measureBursts(ctx context.Context, b *bench, client kubernetes.Interface, vs []variant, pod *corev1.Pod, n, clients, rounds int, progress io.Writer) ([][]phaseResult, error) {
+	out := make([][]phaseResult, rounds)
+	for round := range rounds {
+		res := make([]phaseResult, len(vs))
+		for k := range vs {
+			j := (round + k) % len(vs)
 			before, err := b.scrape(ctx)
 			if err != nil {
 				return nil, err
 			}
-			if err := burst(ctx, client, vs[j], pod, size, clients, &res[j], n); err != nil {
+			if err := burst(ctx, client, vs[j], pod, n, clients, &res[j], n); err != nil {
 				return nil, err
 			}
 			after, err := b.scrape(ctx)
 			if err != nil {
 				return nil, err
 			}
-			res[j].m = res[j].m.plus(after.minus(before))
+			res[j].m = after.minus(before)
+		}
+		out[round] = res
+		fmt.Fprintf(progress, "podlatency: burst round %d/%d\n", round+1, rounds)
+	}
+	return out, nil
+}
+
+// pooled is one result per variant holding every round's creates.
+func pooled(rounds [][]phaseResult) []phaseResult {
+	if len(rounds) == 0 {
+		return nil
+	}
+	out := make([]phaseResult, len(rounds[0]))
+	for _, res := range rounds {
+		for j, r := range res {
+			out[j].lat = append(out[j].lat, r.lat...)
+			out[j].failed += r.failed
+			out[j].m = out[j].m.plus(r.m)
 		}
 	}
-	return res, nil
+	return out
 }
 
 // burst creates n Pods from `clients` concurrent clients into r, whose

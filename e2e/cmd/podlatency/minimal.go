@@ -63,17 +63,35 @@ func setupMinimal(ctx context.Context, b *bench) (variant, error) {
 	if err != nil {
 		return v, err
 	}
-	certs, err := certgen.Generate(certgen.Options{DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
+	return v, serveFixed(ctx, b, v, patch)
+}
+
+// setupReplay serves graft's own patch for the corpus Pod from the
+// minimal webhook: it parts what the API server does with graft's patch
+// from what graft's server adds to a call.
+func setupReplay(ctx context.Context, b *bench) (variant, error) {
+	v := variant{name: "replay", ns: "lat-replay", injected: injectedBy(b.sidecar), webhook: "replay.bench.graft.dev"}
+	patch, err := graftPatch()
 	if err != nil {
 		return v, err
 	}
+	return v, serveFixed(ctx, b, v, patch)
+}
+
+// serveFixed serves a minimal webhook answering with patch on loopback
+// and registers it for v's namespace.
+func serveFixed(ctx context.Context, b *bench, v variant, patch []byte) error {
+	certs, err := certgen.Generate(certgen.Options{DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
+	if err != nil {
+		return err
+	}
 	pair, err := tls.X509KeyPair(certs.TLSCert, certs.TLSKey)
 	if err != nil {
-		return v, fmt.Errorf("minimal webhook: %w", err)
+		return fmt.Errorf("minimal webhook: %w", err)
 	}
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12})
 	if err != nil {
-		return v, fmt.Errorf("minimal webhook: %w", err)
+		return fmt.Errorf("minimal webhook: %w", err)
 	}
 	srv := &http.Server{Handler: &minimalWebhook{patch: base64.StdEncoding.EncodeToString(patch)}, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan struct{})
@@ -96,7 +114,7 @@ func setupMinimal(ctx context.Context, b *bench) (variant, error) {
 	never := admissionregv1.NeverReinvocationPolicy
 	timeout := int32(3)
 	wh := &admissionregv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "minimal"},
+		ObjectMeta: metav1.ObjectMeta{Name: v.name},
 		Webhooks: []admissionregv1.MutatingWebhook{{
 			Name:                    v.webhook,
 			ClientConfig:            admissionregv1.WebhookClientConfig{URL: &url, CABundle: certs.CACert},
@@ -110,9 +128,9 @@ func setupMinimal(ctx context.Context, b *bench) (variant, error) {
 		}},
 	}
 	if _, err := b.c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, wh, metav1.CreateOptions{}); err != nil {
-		return v, fmt.Errorf("register minimal webhook: %w", err)
+		return fmt.Errorf("register minimal webhook: %w", err)
 	}
-	return v, b.c.CreateNamespace(ctx, v.ns, map[string]string{variantLabel: v.name})
+	return b.c.CreateNamespace(ctx, v.ns, map[string]string{variantLabel: v.name})
 }
 
 // podCreateRules selects Pod CREATE.

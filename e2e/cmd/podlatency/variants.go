@@ -11,6 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"encoding/json"
+
+	"github.com/graftdev/graft/bench/corpus"
 	"github.com/graftdev/graft/e2e/internal/cluster"
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/proc"
@@ -47,6 +50,7 @@ var setups = []func(context.Context, *bench) (variant, error){
 	setupGraft,
 	setupGraftBare,
 	setupMinimal,
+	setupReplay,
 	setupConventional,
 	setupPolicy,
 	setupExport,
@@ -324,4 +328,33 @@ func waitInjecting(ctx context.Context, client kubernetes.Interface, v variant, 
 		time.Sleep(200 * time.Millisecond)
 	}
 	return fmt.Errorf("%s: mutation never took effect: %w", v.name, last)
+}
+
+// graftPatch is the JSONPatch graft's engine answers for the corpus Pod
+// with the default configuration and built-in templates.
+func graftPatch() ([]byte, error) {
+	set, err := templates.Builtin()
+	if err != nil {
+		return nil, err
+	}
+	e, err := inject.New(inject.DefaultConfig(), set)
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := e.Admit(nil, corpus.Review(corpus.Small), inject.Options{})
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		Response struct {
+			Patch []byte `json:"patch"`
+		} `json:"response"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		return nil, err
+	}
+	if len(r.Response.Patch) == 0 {
+		return nil, errors.New("graft's engine answered the corpus Pod without a patch")
+	}
+	return r.Response.Patch, nil
 }
