@@ -132,3 +132,36 @@ func TestRecordToleratesFewRefusals(t *testing.T) {
 		t.Fatal("a Pod without the mutation did not end the run")
 	}
 }
+
+// The replay variant answers with graft's own patch: it must add the
+// sidecar the other variants add and graft's records beside it.
+func TestGraftPatchIsGraftsAnswer(t *testing.T) {
+	patch, err := graftPatch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []struct {
+		Op    string          `json:"op"`
+		Path  string          `json:"path"`
+		Value json.RawMessage `json:"value"`
+	}
+	if err := json.Unmarshal(patch, &ops); err != nil {
+		t.Fatalf("patch is not a JSONPatch: %v\n%s", err, patch)
+	}
+	sidecar, _, err := defaultSidecar()
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := map[string]string{}
+	for _, op := range ops {
+		paths[op.Path] = string(op.Value)
+	}
+	if v, ok := paths["/spec/initContainers"]; !ok || !strings.Contains(v, `"name":"`+sidecar+`"`) {
+		t.Errorf("no op adds the init container %s: %s", sidecar, patch)
+	}
+	for _, p := range []string{"/metadata/annotations/graft.dev~1status", "/metadata/labels/graft.dev~1injected"} {
+		if _, ok := paths[p]; !ok {
+			t.Errorf("no op at %s: %s", p, patch)
+		}
+	}
+}
