@@ -36,7 +36,7 @@ bench-profile: bench-tools
 ## bench: bench-go (the Go micro-benchmarks), then bench-load.
 bench: bench-go bench-load
 
-## bench-e2e: Pod create latency through a real kube-apiserver (default admission plugins), sequential and burst: no webhook, graft, minimal webhook, conventional, MutatingAdmissionPolicy; writes bench/results/e2e-latest.{md,json}.
+## bench-e2e: Pod create latency through a real kube-apiserver (default admission plugins), sequential and burst in rounds: no webhook, graft, minimal webhook (and replaying graft's patch), conventional, MutatingAdmissionPolicy, graft export; writes bench/results/e2e-latest.{md,json}.
 bench-e2e: e2e-deps bench-tools
 	cd e2e && $(E2E_ENV) GRAFT_BENCH_CONVENTIONAL=$(CURDIR)/$(BENCH_BIN)/conventional \
 		$(GO) run ./cmd/podlatency -out ../$(BENCH_RESULTS) $(BENCH_E2E_FLAGS)
