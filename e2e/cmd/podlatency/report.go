@@ -181,10 +181,9 @@ func targets(r *report) []Target {
 				fmt.Sprintf("%.2f (rounds: %s; pooled %s / %s)", med, join(ratios, "%.2f"), ms(g.P50OverUS), ms(m.P50OverUS)), med <= 1.15})
 		}
 	}
-	if okG && okP {
-		diffs := perRound(r.SequentialRounds, func(g, p Row) (float64, bool) {
-			return float64(g.P50OverUS-p.P50OverUS) / 1000, true
-		}, "graft", "policy")
+	if diffs := perRound(r.SequentialRounds, func(g, p Row) (float64, bool) {
+		return float64(g.P50OverUS-p.P50OverUS) / 1000, true
+	}, "graft", "policy"); okG && okP && len(diffs) > 0 {
 		med := median(diffs)
 		out = append(out, Target{"graft p50 overhead - MutatingAdmissionPolicy's (median of rounds)", "<= 1.0 ms",
 			fmt.Sprintf("%.2f ms (rounds: %s; pooled %s - %s)", med, join(diffs, "%.2f"), ms(g.P50OverUS), ms(p.P50OverUS)), med <= 1.0})
@@ -216,7 +215,7 @@ func perRound(rounds [][]Row, f func(a, b Row) (float64, bool), a, b string) []f
 	return out
 }
 
-// median of xs (not empty); the mean of the middle two for an even count.
+// median of xs (callers pass at least one); the mean of the middle two for an even count.
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
