@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/names"
 )
 
 // Class is what a Pod is to graft now. Every Pod gets exactly one; the
@@ -210,8 +211,8 @@ func (a *Auditor) Classify(ns Namespace, p Pod) (Verdict, error) {
 	switch {
 	case sel.Reason == "namespace-excluded":
 		return v.with(NotSelected, sel.Reason, sel.Why), nil
-	case p.Labels[InjectLabel] == "false":
-		return v.with(OptedOut, "", "the Pod is labelled "+InjectLabel+"=false"), nil
+	case p.Labels[names.Inject] == "false":
+		return v.with(OptedOut, "", "the Pod is labelled "+names.Inject+"=false"), nil
 	case sel.Profile == "":
 		if st == nil && sel.Label != "" && !OptOutLike(sel.Label) {
 			return v.with(Missing, CauseNotCalled, sel.Why+": no webhook of graft is called for its Pods"), nil
@@ -219,7 +220,7 @@ func (a *Auditor) Classify(ns Namespace, p Pod) (Verdict, error) {
 		return v.with(NotSelected, sel.Reason, sel.Why), nil
 	case sel.Revision != "" && !slices.Contains(a.engine.Names(), sel.Revision):
 		why := fmt.Sprintf("namespace %s has %s=%s, which names no revision or tag (known: %s)",
-			ns.Name, RevisionLabel, sel.Revision, strings.Join(a.engine.Names(), ", "))
+			ns.Name, names.Revision, sel.Revision, strings.Join(a.engine.Names(), ", "))
 		if st == nil {
 			return v.with(Missing, CauseNotCalled, why+": no webhook of graft is called for its Pods"), nil
 		}

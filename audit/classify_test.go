@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -145,7 +146,7 @@ func TestClassify(t *testing.T) {
 	now := engine(t, map[string]string{"default": newImage, "next": "registry.invalid/agent:2.0.0"})
 	old := engine(t, map[string]string{"default": oldImage})
 	retired := engine(t, map[string]string{"retired": newImage})
-	selected := Namespace{Name: "apps", Labels: map[string]string{InjectLabel: "enabled"}}
+	selected := Namespace{Name: "apps", Labels: map[string]string{names.Inject: "enabled"}}
 	on := func(labels map[string]string) Namespace { return Namespace{Name: "apps", Labels: labels} }
 	current := injected(t, now, "agent", pod())
 	graftStatus := current.Annotations[inject.StatusAnnotation]
@@ -170,7 +171,7 @@ func TestClassify(t *testing.T) {
 		{name: "current", ns: selected, pod: current, class: Current, rev: "default", target: "default"},
 		{name: "stale: another digest (image)", ns: selected, pod: injected(t, old, "agent", pod()), class: Stale, cause: CauseRevision,
 			detail: "container graft-agent: image " + oldImage + " -> " + newImage, rev: "default", target: "default"},
-		{name: "stale: another revision", ns: on(map[string]string{InjectLabel: "enabled", RevisionLabel: "next"}), pod: current,
+		{name: "stale: another revision", ns: on(map[string]string{names.Inject: "enabled", names.Revision: "next"}), pod: current,
 			class: Stale, cause: CauseRevision, detail: "image " + newImage + " -> registry.invalid/agent:2.0.0", rev: "default", target: "next"},
 		{name: "stale: a revision no longer served", ns: selected, pod: injected(t, retired, "agent", pod()),
 			class: Stale, cause: CauseRevisionGone, detail: "revision no longer served", rev: "retired", target: "default"},
@@ -192,15 +193,15 @@ func TestClassify(t *testing.T) {
 			detail: "written at 2026-11-02T00:00:00Z, after the Pod was created at 2026-11-01T10:00:00Z"},
 		{name: "missing: labelled before the Pod", pod: pod(), class: Missing, cause: CauseWithoutGraft,
 			ns: Namespace{Name: "apps", Labels: selected.Labels, InjectLabelTime: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)}},
-		{name: "missing: the profile label names no profile", ns: on(map[string]string{InjectLabel: "mesh"}), pod: pod(),
+		{name: "missing: the profile label names no profile", ns: on(map[string]string{names.Inject: "mesh"}), pod: pod(),
 			class: Missing, cause: CauseNotCalled, detail: "graft.dev/inject=mesh (its Namespace), which names no profile"},
-		{name: "missing: the revision label names no revision", ns: on(map[string]string{InjectLabel: "enabled", RevisionLabel: "2027-01"}), pod: pod(),
+		{name: "missing: the revision label names no revision", ns: on(map[string]string{names.Inject: "enabled", names.Revision: "2027-01"}), pod: pod(),
 			class: Missing, cause: CauseNotCalled, detail: "names no revision or tag (known: default, next)"},
 		{name: "missing: would be denied now", ns: selected,
 			pod:   pod(func(p *corev1.Pod) { p.Annotations = map[string]string{"graft.dev/agent.logLevel": "loud"} }),
 			class: Missing, cause: CauseWouldBeDenied, detail: `graft.dev/agent.logLevel`},
 		{name: "conflict: onConflict deny", ns: selected, pod: handmade, class: Conflict, detail: `"graft-agent"`},
-		{name: "conflict: onConflict keep", ns: on(map[string]string{InjectLabel: "keep"}), pod: handmade, class: Conflict,
+		{name: "conflict: onConflict keep", ns: on(map[string]string{names.Inject: "keep"}), pod: handmade, class: Conflict,
 			detail: `template agent: the Pod holds init container "graft-agent", which graft did not inject`},
 		{name: "spoofed: unreadable status", ns: selected, pod: pod(withStatus(`{"version":2,`)), class: Spoofed, cause: CauseUnreadable},
 		{name: "spoofed: names absent containers", ns: selected, pod: pod(withStatus(graftStatus)), class: Spoofed, cause: CauseAbsent,
@@ -210,11 +211,11 @@ func TestClassify(t *testing.T) {
 			func(p *corev1.Pod) { p.Spec.InitContainers = current.Spec.InitContainers }), class: Spoofed, cause: CauseInconsistent},
 		{name: "spoofed: injected lists what no template records", ns: selected, pod: handwritten, class: Spoofed, cause: CauseInconsistent,
 			detail: "lists injected [graft-agent], but its templates record []"},
-		{name: "opted out: Pod label", ns: selected, pod: pod(withLabel(InjectLabel, "false")), class: OptedOut},
+		{name: "opted out: Pod label", ns: selected, pod: pod(withLabel(names.Inject, "false")), class: OptedOut},
 		{name: "opted out: no templates", ns: selected,
 			pod: pod(func(p *corev1.Pod) { p.Annotations = map[string]string{"graft.dev/templates": ""} }), class: OptedOut, cause: "no-templates"},
 		{name: "not selected: no label", ns: on(nil), pod: pod(), class: NotSelected, cause: "namespace-not-selected"},
-		{name: "not selected: label says no", ns: on(map[string]string{InjectLabel: "disabled"}), pod: pod(), class: NotSelected, cause: "namespace-not-selected"},
+		{name: "not selected: label says no", ns: on(map[string]string{names.Inject: "disabled"}), pod: pod(), class: NotSelected, cause: "namespace-not-selected"},
 		{name: "not selected: injected, then the label went", ns: on(nil), pod: current, class: NotSelected, cause: "namespace-not-selected", rev: "default"},
 		{name: "not selected: never-selected namespace", ns: Namespace{Name: "kube-system", Labels: selected.Labels}, pod: pod(),
 			class: NotSelected, cause: "namespace-excluded"},

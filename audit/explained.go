@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/names"
 )
 
 // fromExplanation classifies a Pod in a selected namespace from the
@@ -42,14 +43,14 @@ func (a *Auditor) fromExplanation(v Verdict, ns Namespace, p Pod, st *inject.Sta
 		}
 	}
 	if st == nil {
-		names := make([]string, len(v.Templates))
+		tmpls := make([]string, len(v.Templates))
 		for i, t := range v.Templates {
-			names[i] = t.Name
+			tmpls[i] = t.Name
 		}
-		want := fmt.Sprintf("graft would inject %s (revision %s)", strings.Join(names, ", "), v.Target)
+		want := fmt.Sprintf("graft would inject %s (revision %s)", strings.Join(tmpls, ", "), v.Target)
 		if at := ns.InjectLabelTime; !at.IsZero() && at.After(p.Created) {
 			return v.with(Missing, CauseLabelledAfter, fmt.Sprintf("%s; namespace %s's %s label was written at %s, after the Pod was created at %s",
-				want, ns.Name, InjectLabel, at.UTC().Format(time.RFC3339), p.Created.UTC().Format(time.RFC3339)))
+				want, ns.Name, names.Inject, at.UTC().Format(time.RFC3339), p.Created.UTC().Format(time.RFC3339)))
 		}
 		return v.with(Missing, CauseWithoutGraft, want+"; the Pod was admitted without graft (failing open, or the webhook not called)")
 	}

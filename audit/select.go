@@ -8,17 +8,12 @@ package audit
 import (
 	"fmt"
 	"slices"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // Labels users set (docs: README "Names users see").
-const (
-	// InjectLabel selects a namespace's profile; "false" on a Pod opts it out.
-	InjectLabel = "graft.dev/inject"
-	// RevisionLabel selects a namespace's revision or tag.
-	RevisionLabel = "graft.dev/rev"
-	// EnabledValue is the InjectLabel value served by the default profile.
-	EnabledValue = "enabled"
-)
+const ()
 
 // NeverSelected are the namespaces the shipped webhook configuration's
 // namespaceSelector leaves out whatever their labels: the control plane's
@@ -57,24 +52,24 @@ func (s Selector) Select(ns string, labels map[string]string, source string) Sel
 	if slices.Contains(NeverSelected(), ns) {
 		return Selection{Reason: "namespace-excluded", Why: fmt.Sprintf("namespace %s is never injected", ns)}
 	}
-	v, ok := labels[InjectLabel]
+	v, ok := labels[names.Inject]
 	switch {
 	case !ok:
 		return Selection{Reason: "namespace-not-selected",
-			Why: fmt.Sprintf("namespace %s has no %s label (%s)", ns, InjectLabel, source)}
-	case v == EnabledValue:
-		return Selection{Profile: s.DefaultProfile, Revision: labels[RevisionLabel], Label: v}
+			Why: fmt.Sprintf("namespace %s has no %s label (%s)", ns, names.Inject, source)}
+	case v == names.EnabledValue:
+		return Selection{Profile: s.DefaultProfile, Revision: labels[names.Revision], Label: v}
 	case slices.Contains(s.Profiles, v):
-		return Selection{Profile: v, Revision: labels[RevisionLabel], Label: v}
+		return Selection{Profile: v, Revision: labels[names.Revision], Label: v}
 	}
 	return Selection{Label: v, Reason: "namespace-not-selected",
-		Why: fmt.Sprintf("namespace %s has %s=%s (%s), which names no profile", ns, InjectLabel, v, source)}
+		Why: fmt.Sprintf("namespace %s has %s=%s (%s), which names no profile", ns, names.Inject, v, source)}
 }
 
-// LabelFor is the InjectLabel value that selects profile.
+// LabelFor is the names.Inject value that selects profile.
 func (s Selector) LabelFor(profile string) string {
 	if profile == s.DefaultProfile {
-		return EnabledValue
+		return names.EnabledValue
 	}
 	return profile
 }

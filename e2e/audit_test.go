@@ -27,8 +27,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/graftdev/graft/config"
-	"github.com/graftdev/graft/e2e/internal/cluster"
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/names"
 )
 
 // auditOldImage is the agent image of the configuration the stale Pods
@@ -91,7 +91,7 @@ func TestAudit(t *testing.T) {
 		}
 		return out
 	}
-	enabled := map[string]string{cluster.InjectLabel: "enabled"}
+	enabled := map[string]string{names.Inject: "enabled"}
 
 	// current: through graft, owned by a Deployment's ReplicaSet.
 	nsCurrent := newNamespace(t, "audit-current", enabled)
@@ -102,7 +102,7 @@ func TestAudit(t *testing.T) {
 	current := batch("web", 100, func(p *corev1.Pod) { p.OwnerReferences = []metav1.OwnerReference{rs} })
 	createPods(t, nsCurrent, current, true)
 	expect(nsCurrent, current, truth{"current", ""})
-	optedOut := batch("opted-out", 30, func(p *corev1.Pod) { p.Labels = map[string]string{cluster.InjectLabel: "false"} })
+	optedOut := batch("opted-out", 30, func(p *corev1.Pod) { p.Labels = map[string]string{names.Inject: "false"} })
 	createPods(t, nsCurrent, optedOut, false)
 	expect(nsCurrent, optedOut, truth{"opted-out", ""})
 
@@ -134,7 +134,7 @@ func TestAudit(t *testing.T) {
 	expect(nsOff, spoofed, truth{"spoofed", "absent-containers"})
 
 	// conflict under onConflict: keep, through graft.
-	nsKeep := newNamespace(t, "audit-keep", map[string]string{cluster.InjectLabel: "keep"})
+	nsKeep := newNamespace(t, "audit-keep", map[string]string{names.Inject: "keep"})
 	registerWebhooks(t, "graft-e2e-audit-keep", scopedGraftWebhook("keep.audit.e2e.graft.dev", nsKeep, "/inject/keep"))
 	ownAgent := func(p *corev1.Pod) {
 		p.Spec.InitContainers = []corev1.Container{{Name: "graft-agent", Image: "registry.invalid/mine:1"}}
@@ -434,7 +434,7 @@ func injectOffline(t *testing.T, ns, configFile string, pods []*corev1.Pod) []*c
 		in.WriteString("---\n")
 		in.Write(b)
 	}
-	cmd := exec.Command(graftBin(t), "inject", "-q", "--config", configFile, "--namespace-labels", cluster.InjectLabel+"=enabled", "-f", "-")
+	cmd := exec.Command(graftBin(t), "inject", "-q", "--config", configFile, "--namespace-labels", names.Inject+"=enabled", "-f", "-")
 	cmd.Stdin = &in
 	out, err := cmd.Output()
 	if err != nil {

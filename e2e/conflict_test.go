@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/graftdev/graft/e2e/internal/cluster"
+	"github.com/graftdev/graft/internal/names"
 )
 
 // conflictPods bring their own container, init container or volume named
@@ -83,8 +83,8 @@ func TestSidecarNameConflictKept(t *testing.T) {
 				Injected  []string          `json:"injected"`
 				Templates []json.RawMessage `json:"templates"`
 			}
-			if err := json.Unmarshal([]byte(got.Annotations[cluster.StatusAnnotation]), &st); err != nil || len(st.Injected)+len(st.Templates) != 0 {
-				t.Fatalf("status %q (%v): want one that records nothing", got.Annotations[cluster.StatusAnnotation], err)
+			if err := json.Unmarshal([]byte(got.Annotations[names.Status]), &st); err != nil || len(st.Injected)+len(st.Templates) != 0 {
+				t.Fatalf("status %q (%v): want one that records nothing", got.Annotations[names.Status], err)
 			}
 			if !strings.Contains(strings.Join(w.all(), "\n"), "template agent not injected: the Pod already has "+tc.object) {
 				t.Fatalf("no warning naming %s reached the client; warnings: %q", tc.object, w.all())

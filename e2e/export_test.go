@@ -22,6 +22,7 @@ import (
 	"github.com/graftdev/graft/e2e/internal/cluster"
 	"github.com/graftdev/graft/export"
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -268,7 +269,7 @@ func TestExportPropertyEquivalence(t *testing.T) {
 			policyOnly++
 		case out.refuse != "":
 			refused++
-		case out.pod.Annotations[cluster.StatusAnnotation] != "":
+		case out.pod.Annotations[names.Status] != "":
 			injected++
 		}
 	}
@@ -338,8 +339,8 @@ func TestExportedBindingSelectsNamespaces(t *testing.T) {
 	if err := env.cluster.CreatePolicies(t.Context(), pols); err != nil {
 		t.Fatal(err)
 	}
-	labelled := newNamespace(t, "e2e-exp-selected", map[string]string{cluster.InjectLabel: profile})
-	other := newNamespace(t, "e2e-exp-unselected", map[string]string{cluster.InjectLabel: "e2e-none"})
+	labelled := newNamespace(t, "e2e-exp-selected", map[string]string{names.Inject: profile})
+	other := newNamespace(t, "e2e-exp-unselected", map[string]string{names.Inject: "e2e-none"})
 	if err := env.waitInjecting(t.Context(), labelled); err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +354,7 @@ func TestExportedBindingSelectsNamespaces(t *testing.T) {
 	requireAgentInjected(t, create(labelled, simplePod("selected", "a", "b")))
 	requireUntouched(t, create(other, simplePod("unselected")))
 	optedOut := simplePod("opted-out")
-	optedOut.Labels = map[string]string{cluster.InjectLabel: "false"}
+	optedOut.Labels = map[string]string{names.Inject: "false"}
 	requireUntouched(t, create(labelled, optedOut))
 	hostNet := simplePod("host-network")
 	hostNet.Spec.HostNetwork = true

@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/graftdev/graft/e2e/internal/cluster"
+	"github.com/graftdev/graft/internal/names"
 )
 
 // goldenDir holds the engine's golden corpus: each <case>.in.json review
@@ -155,7 +155,7 @@ func TestInjectedPodMatchesGolden(t *testing.T) {
 				t.Fatalf("the API server refuses the golden's patched Pod: %v", err)
 			}
 			if !isInjected(want) {
-				t.Fatalf("golden's patched Pod has no %s annotation", cluster.StatusAnnotation)
+				t.Fatalf("golden's patched Pod has no %s annotation", names.Status)
 			}
 			if d := cmp.Diff(comparable(want), comparable(got)); d != "" {
 				t.Fatalf("stored Pod differs from the golden (-golden +stored):\n%s", d)

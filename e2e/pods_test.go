@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/graftdev/graft/e2e/internal/cluster"
+	"github.com/graftdev/graft/internal/names"
 )
 
 // What the built-in agent template injects, as its file declares.
@@ -34,7 +34,7 @@ func simplePod(name string, containers ...string) *corev1.Pod {
 }
 
 func isInjected(p *corev1.Pod) bool {
-	_, ok := p.Annotations[cluster.StatusAnnotation]
+	_, ok := p.Annotations[names.Status]
 	return ok
 }
 
@@ -89,7 +89,7 @@ func countMounts(c corev1.Container, volume string) int {
 func agentProblems(p *corev1.Pod) []string {
 	var out []string
 	if !isInjected(p) {
-		out = append(out, "no "+cluster.StatusAnnotation+" annotation")
+		out = append(out, "no "+names.Status+" annotation")
 	}
 	if n := countContainers(p, agentContainer); n != 1 {
 		out = append(out, fmt.Sprintf("%d containers named %s, want 1", n, agentContainer))

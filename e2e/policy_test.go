@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/graftdev/graft/e2e/internal/cluster"
+	"github.com/graftdev/graft/internal/names"
 )
 
 // Scenario 13: the shipped ValidatingAdmissionPolicy, evaluated by
@@ -22,7 +22,7 @@ import (
 // written here.
 func TestShippedPolicyInAPIServer(t *testing.T) {
 	const label = "e2e-policy"
-	ns := newNamespace(t, "e2e-policy", map[string]string{cluster.InjectLabel: label})
+	ns := newNamespace(t, "e2e-policy", map[string]string{names.Inject: label})
 	policy := env.shipped.Policy.DeepCopy()
 	binding := env.shipped.Binding.DeepCopy()
 	policy.Name, policy.ResourceVersion = "graft-injection-required-e2e", ""
@@ -71,7 +71,7 @@ func TestShippedPolicyInAPIServer(t *testing.T) {
 	pod := func(status string) *corev1.Pod {
 		p := simplePod("p")
 		if status != "" {
-			p.Annotations = map[string]string{cluster.StatusAnnotation: status}
+			p.Annotations = map[string]string{names.Status: status}
 		}
 		return p
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/graftdev/graft/config"
 	"github.com/graftdev/graft/e2e/internal/cluster"
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/names"
 )
 
 // canaryImage is the agent image of the revision "next"; the top-level
@@ -107,7 +108,7 @@ func TestCanaryTag(t *testing.T) {
 	// shipped one serves the others).
 	hooks := generatedWebhooks(t, path, "agent.canary.rev.inject.graft.dev")
 	registerWebhooks(t, "graft-e2e-canary", hooks...)
-	ns := newNamespace(t, canaryNamespace, map[string]string{cluster.InjectLabel: "agent", "graft.dev/rev": "canary"})
+	ns := newNamespace(t, canaryNamespace, map[string]string{names.Inject: "agent", "graft.dev/rev": "canary"})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	if err := env.cluster.WaitInjecting(ctx, ns); err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/graftdev/graft/e2e/internal/cluster"
 	"github.com/graftdev/graft/e2e/internal/histo"
+	"github.com/graftdev/graft/internal/names"
 )
 
 // The rolling test's pace. Rotation in its replicas is faster than the
@@ -205,7 +206,7 @@ func newRollingRig(t *testing.T) *rollingRig {
 		t.Fatal(err)
 	}
 	r.ns = "e2e-rolling"
-	if err := r.cp.CreateNamespace(ctx, r.ns, map[string]string{cluster.InjectLabel: "enabled"}); err != nil {
+	if err := r.cp.CreateNamespace(ctx, r.ns, map[string]string{names.Inject: "enabled"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.cp.WaitInjecting(ctx, r.ns); err != nil {

@@ -5,7 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/graftdev/graft/e2e/internal/cluster"
+	"github.com/graftdev/graft/internal/names"
 )
 
 // Scenario 2: a namespace without the label is never sent to graft, so its
@@ -17,7 +17,7 @@ func TestUnlabelledNamespaceNeverCallsGraft(t *testing.T) {
 	}{
 		{"e2e-unlabelled", nil},
 		{"e2e-other-labels", map[string]string{"team": "payments"}},
-		{"e2e-disabled", map[string]string{cluster.InjectLabel: "disabled"}},
+		{"e2e-disabled", map[string]string{names.Inject: "disabled"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := newNamespace(t, tc.name, tc.labels)
@@ -41,7 +41,7 @@ func TestPodOptOut(t *testing.T) {
 	requireAgentInjected(t, getPod(t, ns, "opted-in"))
 
 	p := simplePod("opted-out")
-	p.Labels = map[string]string{cluster.InjectLabel: "false"}
+	p.Labels = map[string]string{names.Inject: "false"}
 	createPod(t, ns, p)
 	requireUntouched(t, getPod(t, ns, "opted-out"))
 }
@@ -74,7 +74,7 @@ func setInjectLabel(t *testing.T, name string) {
 	t.Helper()
 	ns, err := env.client.CoreV1().Namespaces().Get(t.Context(), name, metav1.GetOptions{})
 	if isNotFound(err) {
-		newNamespace(t, name, map[string]string{cluster.InjectLabel: "enabled"})
+		newNamespace(t, name, map[string]string{names.Inject: "enabled"})
 		return
 	}
 	if err != nil {
@@ -83,7 +83,7 @@ func setInjectLabel(t *testing.T, name string) {
 	if ns.Labels == nil {
 		ns.Labels = map[string]string{}
 	}
-	ns.Labels[cluster.InjectLabel] = "enabled"
+	ns.Labels[names.Inject] = "enabled"
 	if _, err := env.client.CoreV1().Namespaces().Update(t.Context(), ns, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/graftdev/graft/e2e/internal/cluster"
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -108,7 +109,7 @@ func startSuite(ctx context.Context, opts cluster.Options) (*suite, error) {
 	if err != nil {
 		return s, err
 	}
-	ns, err := s.createNamespace(ctx, "e2e-probe", map[string]string{cluster.InjectLabel: "enabled"})
+	ns, err := s.createNamespace(ctx, "e2e-probe", map[string]string{names.Inject: "enabled"})
 	if err != nil {
 		return s, err
 	}
@@ -140,7 +141,7 @@ func newNamespace(t *testing.T, name string, labels map[string]string) string {
 
 // optedIn creates a namespace labelled for the default profile.
 func optedIn(t *testing.T, name string) string {
-	return newNamespace(t, name, map[string]string{cluster.InjectLabel: "enabled"})
+	return newNamespace(t, name, map[string]string{names.Inject: "enabled"})
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }

@@ -7,7 +7,7 @@ import (
 	regv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/graftdev/graft/e2e/internal/cluster"
+	"github.com/graftdev/graft/internal/names"
 )
 
 // Scenario 8: every built-in template, injected on its own through its
@@ -38,12 +38,12 @@ func TestEveryBuiltinTemplateIsAccepted(t *testing.T) {
 				t.Fatalf("the API server refused a Pod injected with %s: %v", tpl, err)
 			}
 			got := getPod(t, ns, p.Name)
-			status, ok := got.Annotations[cluster.StatusAnnotation]
+			status, ok := got.Annotations[names.Status]
 			if !ok {
-				t.Fatalf("stored Pod has no %s annotation: %v", cluster.StatusAnnotation, got.Annotations)
+				t.Fatalf("stored Pod has no %s annotation: %v", names.Status, got.Annotations)
 			}
 			if !strings.Contains(status, tpl) {
-				t.Fatalf("%s = %q does not name template %s", cluster.StatusAnnotation, status, tpl)
+				t.Fatalf("%s = %q does not name template %s", names.Status, status, tpl)
 			}
 			if got.Annotations["team"] != "e2e" {
 				t.Fatalf("foreign annotation lost: %v", got.Annotations)

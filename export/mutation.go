@@ -2,6 +2,8 @@ package export
 
 import (
 	"strings"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // The MutatingAdmissionPolicy's CEL: the engine's merge (inject/merge.go)
@@ -9,8 +11,6 @@ import (
 // volume mounts by name or path), init containers at their template's
 // placement, graft.dev/status written as the engine writes it, and the
 // graft.dev/injected label.
-
-const statusKey = "graft.dev/status"
 
 // selectionVars are the variables every policy starts with: the Pod's
 // annotations and the templates it gets, in order.
@@ -208,5 +208,5 @@ func metaOps(field, add string, status bool) string {
 		return "(size(" + add + ") == 0 ? [] : " + create + " + " + adds + ")"
 	}
 	return create + "\n+ " + adds + "\n+ " + `(!variables.recHas || variables.rec != variables.status ? ` +
-		`[JSONPatch{op: "add", path: "/metadata/annotations/` + pointerToken(statusKey) + `", value: variables.status}] : [])`
+		`[JSONPatch{op: "add", path: "/metadata/annotations/` + pointerToken(names.Status) + `", value: variables.status}] : [])`
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -20,7 +21,7 @@ func celIdent(prefix, tmpl, param string) string {
 	return prefix + "_" + strings.ReplaceAll(tmpl, "-", "_") + "_" + param
 }
 
-func annotationKey(tmpl, param string) string { return templates.AnnotationPrefix + tmpl + "." + param }
+func annotationKey(tmpl, param string) string { return names.ParamAnnotation(tmpl, param) }
 
 // paramVars names a profile's parameter variables.
 type paramVars struct {

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -26,8 +27,6 @@ type Policies struct {
 
 // Labels and annotations graft reads (see the design notes).
 const (
-	injectLabel      = "graft.dev/inject"
-	mirrorAnnotation = "kubernetes.io/config.mirror"
 	// graftNamespace is where the shipped webhook runs; the shipped
 	// registration leaves it out, and so does the export.
 	graftNamespace = "graft-system"
@@ -159,7 +158,7 @@ func (p *profile) matchConstraints() *regv1.MatchResources {
 				Scope: ptr(regv1.NamespacedScope)},
 		}}},
 		ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: injectLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"false"}},
+			{Key: names.Inject, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"false"}},
 		}},
 		MatchPolicy: &equivalent,
 	}
@@ -177,7 +176,7 @@ func (p *profile) namespaceSelector() *metav1.LabelSelector {
 		excluded = append(excluded, graftNamespace)
 	}
 	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-		{Key: injectLabel, Operator: metav1.LabelSelectorOpIn, Values: values},
+		{Key: names.Inject, Operator: metav1.LabelSelectorOpIn, Values: values},
 		{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: excluded},
 	}}
 }
@@ -186,7 +185,7 @@ func (p *profile) namespaceSelector() *metav1.LabelSelector {
 // Pods unless the profile injects them.
 func (p *profile) matchConditions() []regv1.MatchCondition {
 	out := []regv1.MatchCondition{{Name: "not-mirror-pod",
-		Expression: `!("` + mirrorAnnotation + `" in object.metadata.?annotations.orValue({}))`}}
+		Expression: `!("` + names.MirrorAnnotation + `" in object.metadata.?annotations.orValue({}))`}}
 	if !p.cfg.InjectHostNetwork {
 		out = append(out, regv1.MatchCondition{Name: "not-host-network",
 			Expression: "!object.spec.?hostNetwork.orValue(false)"})

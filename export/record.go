@@ -28,10 +28,6 @@ const (
 	reAppText = `"[^"]+":\{"(env|volumeMounts)":[^{}]*\}`
 )
 
-// injectedLabel is the Pod label graft sets on every Pod it injects, to the
-// revision that injected it (FORMATS.md §4).
-const injectedLabel = "graft.dev/injected"
-
 // recordKeys are an entry's lists as the CEL maps below name them, with
 // their keys in the record, in the record's order.
 var recordKeys = []struct{ field, key string }{

@@ -1,5 +1,7 @@
 package export
 
+import "github.com/graftdev/graft/internal/names"
+
 // graft.dev/status as the MutatingAdmissionPolicy writes it: what this
 // call adds, merged into the Pod's record (see record.go) exactly as the
 // engine merges (inject/recordwrite.go).
@@ -30,7 +32,7 @@ func additionVars() []celVar {
 // recorded with the first template this call injects.
 func (p *profile) statusVars() []celVar {
 	rev := celString(p.revision)
-	label := celString(injectedLabel)
+	label := celString(names.Injected)
 	added := func(v, key, field string) string {
 		return `e.` + field + ` + variables.` + v + `.filter(x, x.t == e.n && !(x.` + key + ` in e.` + field + `)).map(x, x.` + key + `)`
 	}
@@ -70,7 +72,7 @@ func (p *profile) statusVars() []celVar {
 		{"status", `'{"version":2' + (size(variables.injected) > 0 ? ',"injected":[' + ` + quoted("variables.injected") + ` + ']' : '') + ` +
 			`(size(variables.outEntries) > 0 ? ',"templates":[' + variables.outEntries.map(x, ` + entry + `).join(",") + ']' : '') + '}'`},
 		{"setLabels", "variables.addedLabels + (variables.setLabel ? [" + `{"k": ` + label + `, "pk": ` +
-			celString(pointerToken(injectedLabel)) + `, "t": "", "v": ` + rev + "}] : [])"},
+			celString(pointerToken(names.Injected)) + `, "t": "", "v": ` + rev + "}] : [])"},
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // admit is Admit, and Explain when ex is not nil.
@@ -123,7 +125,7 @@ func (e *Engine) writePatch(pl *plan, p *pod, s *scratch) (*patchRecipe, error) 
 		e.impl.shapes.put(s.shapeKey, rc)
 	}
 	s.tokenVolume = p.tokenVolume()
-	if v, ok := p.annotation(annotationLimits); ok && s.injectsContainers() {
+	if v, ok := p.annotation(names.LimitRangerAnnotation); ok && s.injectsContainers() {
 		s.resourced = limitRangeDefaults(pl, p, v, s)
 	}
 	s.patch = appendPatch(s.patch[:0], rc, pl, s)
@@ -197,10 +199,10 @@ func decideEnvelope(rv *review) Reason {
 
 // decideMeta applies the policy that needs only the Pod's metadata.
 func decideMeta(p *pod) Reason {
-	if v, ok := p.label(labelInject); ok && v == "false" {
+	if v, ok := p.label(names.Inject); ok && v == "false" {
 		return ReasonOptedOut
 	}
-	if _, ok := p.annotation(annotationMirror); ok {
+	if _, ok := p.annotation(names.MirrorAnnotation); ok {
 		return ReasonMirrorPod
 	}
 	return ReasonNone

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // clusterModel is this test's own reading of what kube-apiserver's in-tree
@@ -147,7 +149,7 @@ func (m clusterModel) limitRanger(pod map[string]any) bool {
 		ann = map[string]any{}
 		meta["annotations"] = ann
 	}
-	ann[annotationLimits] = limitRangerPrefix + strings.Join(record, "; ")
+	ann[names.LimitRangerAnnotation] = limitRangerPrefix + strings.Join(record, "; ")
 	return true
 }
 
@@ -290,7 +292,7 @@ func (m clusterModel) knowable(pod map[string]any) bool {
 		}
 	}
 	ann, _ := pod["metadata"].(map[string]any)["annotations"].(map[string]any)
-	record, _ := ann[annotationLimits].(string)
+	record, _ := ann[names.LimitRangerAnnotation].(string)
 	for r := range m.limits {
 		if !recordNames(record, r, "limit") {
 			return false

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/graftdev/graft/bench/corpus"
+	"github.com/graftdev/graft/internal/names"
 )
 
 // twoContainerPod is a Pod with app containers web and worker and a
@@ -35,7 +36,7 @@ func appendTo(pod map[string]any, key string, v any) {
 
 func setStatusAnnotation(value string) func(map[string]any) {
 	return func(pod map[string]any) {
-		pod["metadata"].(map[string]any)["annotations"].(map[string]any)[annotationStatus] = value
+		pod["metadata"].(map[string]any)["annotations"].(map[string]any)[names.Status] = value
 	}
 }
 
@@ -117,7 +118,7 @@ func TestConflicts(t *testing.T) {
 				return
 			}
 			pod := decodeGeneric(t, applyResponse(t, review, resp))
-			st, err := ParseStatus(pod["metadata"].(map[string]any)["annotations"].(map[string]any)[annotationStatus].(string))
+			st, err := ParseStatus(pod["metadata"].(map[string]any)["annotations"].(map[string]any)[names.Status].(string))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,7 +149,7 @@ func TestStatusRecordsOnlyWhatGraftAdded(t *testing.T) {
 	first := admitGeneric(t, e, Options{Profile: "agent"}, pod)
 	appendTo(first, "containers", map[string]any{"name": "foreign", "image": "f:1"})
 	second := admitGeneric(t, e, Options{Profile: "agent"}, first)
-	st, err := ParseStatus(second["metadata"].(map[string]any)["annotations"].(map[string]any)[annotationStatus].(string))
+	st, err := ParseStatus(second["metadata"].(map[string]any)["annotations"].(map[string]any)[names.Status].(string))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func TestExplainComparesStatusWithPlan(t *testing.T) {
 	e := newTestEngine(t, goldenConfig())
 	injected := admitGeneric(t, e, Options{Profile: "agent"}, twoContainerPod(nil))
 	stale := decodeGeneric(t, mustJSON(t, injected))
-	setStatusAnnotation(strings.Replace(injected["metadata"].(map[string]any)["annotations"].(map[string]any)[annotationStatus].(string),
+	setStatusAnnotation(strings.Replace(injected["metadata"].(map[string]any)["annotations"].(map[string]any)[names.Status].(string),
 		e.impl.profiles["agent"].def.plan.tmpls[0].digest, "0000000000000000", 1))(stale)
 	spoofed := twoContainerPod(setStatusAnnotation(`{"version":2,"injected":["graft-agent"],"templates":[{"name":"agent","revision":"default","digest":"x","initContainers":["graft-agent"]}]}`))
 	tests := []struct {
@@ -216,7 +217,7 @@ func TestExplainComparesStatusWithPlan(t *testing.T) {
 			if (ex.Plan[0].Recorded != nil) != (tt.state == StateCurrent || tt.state == StateStale) {
 				t.Fatalf("recorded %+v with state %s", ex.Plan[0].Recorded, tt.state)
 			}
-			if !slices.Equal(ex.Absent, tt.absent) || (ex.StatusError != "") != tt.statusErr || (ex.Status == nil) == (tt.pod["metadata"].(map[string]any)["annotations"].(map[string]any)[annotationStatus] != nil && !tt.statusErr) {
+			if !slices.Equal(ex.Absent, tt.absent) || (ex.StatusError != "") != tt.statusErr || (ex.Status == nil) == (tt.pod["metadata"].(map[string]any)["annotations"].(map[string]any)[names.Status] != nil && !tt.statusErr) {
 				t.Fatalf("absent %v, status %+v, error %q", ex.Absent, ex.Status, ex.StatusError)
 			}
 		})

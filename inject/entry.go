@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -45,7 +46,7 @@ func (e *Engine) entryFor(ps *profileState, p *pod, s *scratch) (*planEntry, err
 	}
 	key := append(s.planKey[:0], ps.name...)
 	for _, a := range p.annotationKeys {
-		if strings.HasPrefix(a.key, graftPrefix) && a.key != annotationStatus {
+		if strings.HasPrefix(a.key, names.Prefix) && a.key != names.Status {
 			key = append(key, 0)
 			key = append(key, a.key...)
 			key = append(key, 0)
@@ -78,7 +79,7 @@ func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, erro
 	var warnings []string
 	chosen := ps.templates
 	selection := "" // graft.dev/templates, when it chose the templates
-	if raw, ok := p.annotation(annotationTemplates); ok {
+	if raw, ok := p.annotation(names.Templates); ok {
 		val, err := unquoteRaw(raw, strings.Contains(raw, `\`))
 		if err != nil {
 			return nil, err
@@ -96,10 +97,10 @@ func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, erro
 	if len(chosen) == 0 {
 		return &planEntry{skip: true}, nil
 	}
-	names := templateNames(chosen)
+	tmplNames := templateNames(chosen)
 	overrides := map[string]map[string]string{}
 	for _, a := range p.annotationKeys {
-		rest, ok := strings.CutPrefix(a.key, graftPrefix)
+		rest, ok := strings.CutPrefix(a.key, names.Prefix)
 		if !ok {
 			continue
 		}
@@ -119,7 +120,7 @@ func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, erro
 		if !ok {
 			problem := fmt.Sprintf("annotation %s: template %s has no parameter %q", a.key, tmplName, param)
 			if ps.cfg.OnInvalidParams == InvalidDeny {
-				return &planEntry{denyMsg: problem, reason: ReasonInvalidParams, names: names}, nil
+				return &planEntry{denyMsg: problem, reason: ReasonInvalidParams, names: tmplNames}, nil
 			}
 			warnings = append(warnings, problem+"; ignored")
 			continue
@@ -127,7 +128,7 @@ func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, erro
 		if _, err := prm.Parse(val); err != nil {
 			perr := &templates.ParamError{Template: tmplName, Param: param, Value: val, Rule: err.Error()}
 			if ps.cfg.OnInvalidParams == InvalidDeny {
-				return &planEntry{denyMsg: perr.Error(), reason: ReasonInvalidParams, names: names}, nil
+				return &planEntry{denyMsg: perr.Error(), reason: ReasonInvalidParams, names: tmplNames}, nil
 			}
 			warnings = append(warnings, perr.Error()+"; using the default")
 			continue
@@ -160,7 +161,7 @@ func (ps *profileState) selectTemplates(val string) (chosen []*templates.Templat
 		t := findTemplate(ps.allowed, n)
 		if t == nil {
 			return nil, fmt.Sprintf("annotation %s=%q: template %q is not allowed here (allowed: %s)",
-				annotationTemplates, val, n, strings.Join(templateNames(ps.allowed), ", "))
+				names.Templates, val, n, strings.Join(templateNames(ps.allowed), ", "))
 		}
 		if !slices.Contains(chosen, t) {
 			chosen = append(chosen, t)
@@ -182,11 +183,11 @@ func findTemplate(ts []*templates.Template, name string) *templates.Template {
 // templateNames lists the names of ts. They are the set's own strings,
 // never the request's, so cached plans may keep them.
 func templateNames(ts []*templates.Template) []string {
-	names := make([]string, len(ts))
+	out := make([]string, len(ts))
 	for i, t := range ts {
-		names[i] = t.Name
+		out[i] = t.Name
 	}
-	return names
+	return out
 }
 
 // buildForPod builds the entry for a Pod's templates and parameter
@@ -210,7 +211,7 @@ func (e *Engine) buildForPod(ps *profileState, chosen []*templates.Template, ove
 			if selection == "" {
 				return nil, nil, err
 			}
-			problem := fmt.Sprintf("annotation %s=%q: %s", annotationTemplates, selection, err.Error())
+			problem := fmt.Sprintf("annotation %s=%q: %s", names.Templates, selection, err.Error())
 			if deny {
 				return &planEntry{denyMsg: problem, reason: ReasonTemplateSelection, names: templateNames(chosen)}, nil, nil
 			}
@@ -240,12 +241,12 @@ func invalidRender(err error) []string {
 	return nil
 }
 
-// blame names the overrides of the templates called names that change a
+// blame names the overrides of the templates called tmplNames that change a
 // value from the profile's: `annotation graft.dev/<t>.<p>="v"`, or
 // `annotations ...` for several; "" when there are none.
-func (ps *profileState) blame(chosen []*templates.Template, overrides map[string]map[string]string, names []string) string {
+func (ps *profileState) blame(chosen []*templates.Template, overrides map[string]map[string]string, tmplNames []string) string {
 	var out []string
-	for _, n := range names {
+	for _, n := range tmplNames {
 		t := findTemplate(chosen, n)
 		for _, pn := range slices.Sorted(maps.Keys(overrides[n])) {
 			v := overrides[n][pn]

@@ -1,6 +1,10 @@
 package inject
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/graftdev/graft/internal/names"
+)
 
 // Explanation is what `graft explain` shows: the decision and everything
 // that led to it.
@@ -67,7 +71,7 @@ type TemplateState struct {
 // explainStatus fills ex's Status, Plan and Absent for p under pl.
 func explainStatus(ex *Explanation, pl *plan, p *pod) {
 	var r record
-	if raw, ok := p.annotation(annotationStatus); ok {
+	if raw, ok := p.annotation(names.Status); ok {
 		value, plain, err := appendUnescaped(nil, raw)
 		var st Status
 		if err == nil {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // TestInjectedLabel: every Pod graft injects carries graft.dev/injected
@@ -18,7 +20,7 @@ func TestInjectedLabel(t *testing.T) {
 	e, eRev := newTestEngine(t, cfg), newTestEngine(t, rev)
 	withLabel := func(v string) func(map[string]any) {
 		return func(p map[string]any) {
-			p["metadata"].(map[string]any)["labels"] = map[string]any{"app": "web", labelInjected: v}
+			p["metadata"].(map[string]any)["labels"] = map[string]any{"app": "web", names.Injected: v}
 		}
 	}
 	tests := []struct {
@@ -71,17 +73,17 @@ func TestInjectedLabel(t *testing.T) {
 			pod := decodeGeneric(t, applyResponse(t, review, resp))
 			meta := pod["metadata"].(map[string]any)
 			labels, _ := meta["labels"].(map[string]any)
-			if got, _ := labels[labelInjected].(string); got != tt.want {
-				t.Errorf("%s = %q, want %q", labelInjected, got, tt.want)
+			if got, _ := labels[names.Injected].(string); got != tt.want {
+				t.Errorf("%s = %q, want %q", names.Injected, got, tt.want)
 			}
 			var by []string
-			if raw, ok := meta["annotations"].(map[string]any)[annotationStatus].(string); ok {
+			if raw, ok := meta["annotations"].(map[string]any)[names.Status].(string); ok {
 				st, err := ParseStatus(raw)
 				if err != nil {
 					t.Fatal(err)
 				}
 				for _, ts := range st.Templates {
-					if slices.Contains(ts.Labels, labelInjected) {
+					if slices.Contains(ts.Labels, names.Injected) {
 						by = append(by, ts.Name)
 					}
 				}

@@ -1,6 +1,10 @@
 package inject
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/graftdev/graft/internal/names"
+)
 
 // target names a list or map of the Pod that graft may add to.
 type target uint8
@@ -208,7 +212,7 @@ func (s *scratch) markMissing(els []element, have []kv) {
 // records it, the first of those the record already credits with it, else
 // the first injected. A Pod carrying the plan's revision is left as it is.
 func (s *scratch) markInjected(pl *plan, p *pod) (el *element, replace bool) {
-	v, ok := p.label(labelInjected)
+	v, ok := p.label(names.Injected)
 	if ok && v == pl.revision {
 		return nil, false
 	}
@@ -217,7 +221,7 @@ func (s *scratch) markInjected(pl *plan, p *pod) (el *element, replace bool) {
 		if s.skipped[ti] {
 			continue
 		}
-		if s.cur.credits(pl.tmpls[ti].name, kLabels, labelInjected) {
+		if s.cur.credits(pl.tmpls[ti].name, kLabels, names.Injected) {
 			at = ti
 			break
 		}
@@ -308,7 +312,7 @@ func findConflict(pl *plan, ti int, p *pod, r *record) (conflict, bool) {
 // the same bytes as the request carries them (a Pod graft injected), else
 // the same value escaped otherwise.
 func (s *scratch) statusCurrent(p *pod) bool {
-	raw, _ := p.annotation(annotationStatus)
+	raw, _ := p.annotation(names.Status)
 	if raw == b2s(s.statusOut) {
 		return true
 	}
@@ -326,7 +330,7 @@ func (s *scratch) statusCurrent(p *pod) bool {
 func (s *scratch) readRecord(p *pod, cache *recordCache) {
 	s.rec.reset()
 	s.cur, s.curValue, s.curCanonical = &s.rec, nil, false
-	raw, ok := p.annotation(annotationStatus)
+	raw, ok := p.annotation(names.Status)
 	s.hasStatus = ok
 	if !ok {
 		return

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -133,8 +134,8 @@ func (pl *plan) elements() []*element {
 // annotation); revision is what the status records as the templates'
 // revision.
 func buildPlan(id uint32, revision string, tmpls []*templates.Template, params map[string]map[string]string) (*plan, error) {
-	names := templateNames(tmpls)
-	pl := &plan{id: id, templates: names, revision: revision}
+	tmplNames := templateNames(tmpls)
+	pl := &plan{id: id, templates: tmplNames, revision: revision}
 	seen := map[string]string{} // "kind/name" -> template
 	claim := func(kind, name, tmpl string) error {
 		if prev, dup := seen[kind+"/"+name]; dup {
@@ -196,10 +197,10 @@ func buildPlan(id uint32, revision string, tmpls []*templates.Template, params m
 	}
 	pl.injectedAt = len(pl.labels)
 	for ti := range tmpls {
-		pl.labels = append(pl.labels, element{name: labelInjected, raw: quoteJSON(revision), tmpl: ti})
+		pl.labels = append(pl.labels, element{name: names.Injected, raw: quoteJSON(revision), tmpl: ti})
 	}
-	pl.status = element{name: annotationStatus, tmpl: -1}
-	audit, err := json.Marshal(map[string]string{"injected-templates": strings.Join(names, ",")})
+	pl.status = element{name: names.Status, tmpl: -1}
+	audit, err := json.Marshal(map[string]string{"injected-templates": strings.Join(tmplNames, ",")})
 	if err != nil {
 		return nil, fmt.Errorf("audit annotations: %w", err)
 	}

@@ -3,20 +3,8 @@ package inject
 import (
 	"errors"
 	"strings"
-)
 
-// Well-known names graft reads on a Pod.
-const (
-	labelInject = "graft.dev/inject"
-	// labelInjected (value: the resolved revision) is set on every Pod
-	// graft injects, so the guarantee policy's objectSelector can pass
-	// injected Pods without the API server converting them for CEL.
-	labelInjected       = "graft.dev/injected"
-	annotationStatus    = "graft.dev/status"
-	annotationTemplates = "graft.dev/templates"
-	annotationMirror    = "kubernetes.io/config.mirror"
-	annotationLimits    = "kubernetes.io/limit-ranger"
-	graftPrefix         = "graft.dev/"
+	"github.com/graftdev/graft/internal/names"
 )
 
 // presence says whether a map or list member exists, is null, or holds a value.
@@ -119,7 +107,7 @@ func (p *pod) displayName() string {
 // parameters.
 func (p *pod) hasGraftAnnotations() bool {
 	for _, a := range p.annotationKeys {
-		if strings.HasPrefix(a.key, graftPrefix) && a.key != annotationStatus {
+		if strings.HasPrefix(a.key, names.Prefix) && a.key != names.Status {
 			return true
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // Lifecycle properties, checked on every generated Pod graft injected
@@ -27,9 +29,9 @@ func checkUninject(t *testing.T, orig, patched []byte) {
 	}
 	want := decodeGeneric(t, orig)
 	if ann, ok := want["metadata"].(map[string]any)["annotations"].(map[string]any); ok {
-		if v, ok := ann[annotationStatus].(string); ok {
+		if v, ok := ann[names.Status].(string); ok {
 			if _, err := ParseStatus(v); err != nil {
-				delete(ann, annotationStatus)
+				delete(ann, names.Status)
 			}
 		}
 	}
@@ -50,7 +52,7 @@ func checkUpgrades(t *testing.T, e *Engine, o Options, patched []byte) {
 	t.Helper()
 	pod := decodeGeneric(t, patched)
 	ann := pod["metadata"].(map[string]any)["annotations"].(map[string]any)
-	st, err := ParseStatus(ann[annotationStatus].(string))
+	st, err := ParseStatus(ann[names.Status].(string))
 	if err != nil {
 		t.Fatalf("graft wrote a status it cannot read: %v", err)
 	}
@@ -62,7 +64,7 @@ func checkUpgrades(t *testing.T, e *Engine, o Options, patched []byte) {
 	// An older digest, and the older image it injected.
 	old := decodeGeneric(t, patched)
 	agent.Digest = "0000000000000000"
-	old["metadata"].(map[string]any)["annotations"].(map[string]any)[annotationStatus] = st.Value()
+	old["metadata"].(map[string]any)["annotations"].(map[string]any)[names.Status] = st.Value()
 	if c := findNamed(old["spec"].(map[string]any)["initContainers"], "graft-agent"); c != nil {
 		c["image"] = "ghcr.io/graftdev/agent:0.9.0"
 	}
@@ -79,11 +81,11 @@ func checkUpgrades(t *testing.T, e *Engine, o Options, patched []byte) {
 	agent = st.Template("agent")
 	legacy, _ := json.Marshal(map[string]any{"templates": []string{"agent"},
 		"initContainers": agent.InitContainers, "containers": agent.Containers, "volumes": agent.Volumes})
-	v1["metadata"].(map[string]any)["annotations"].(map[string]any)[annotationStatus] = string(legacy)
+	v1["metadata"].(map[string]any)["annotations"].(map[string]any)[names.Status] = string(legacy)
 	fromV1 := admitGeneric(t, e, o, v1)
 	want := decodeGeneric(t, patched)
 	for _, p := range []map[string]any{fromV1, want} {
-		delete(p["metadata"].(map[string]any)["annotations"].(map[string]any), annotationStatus)
+		delete(p["metadata"].(map[string]any)["annotations"].(map[string]any), names.Status)
 	}
 	if !reflect.DeepEqual(fromV1, want) {
 		ub, _ := json.Marshal(fromV1)

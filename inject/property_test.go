@@ -9,9 +9,11 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/graftdev/graft/bench/corpus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/graftdev/graft/bench/corpus"
+	"github.com/graftdev/graft/internal/names"
 )
 
 // genPod builds a random Pod as generic JSON: lists and maps absent, null,
@@ -193,7 +195,7 @@ var foreignMutators = []struct {
 		if c == nil {
 			t.Fatal("foreign container lost")
 		}
-		st, err := ParseStatus(pod["metadata"].(map[string]any)["annotations"].(map[string]any)[annotationStatus].(string))
+		st, err := ParseStatus(pod["metadata"].(map[string]any)["annotations"].(map[string]any)[names.Status].(string))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,7 +252,7 @@ var foreignMutators = []struct {
 	// Without its status graft cannot tell its containers from a user's
 	// of the same name: a conflict.
 	{"remove-status", func(pod map[string]any) {
-		delete(pod["metadata"].(map[string]any)["annotations"].(map[string]any), annotationStatus)
+		delete(pod["metadata"].(map[string]any)["annotations"].(map[string]any), names.Status)
 	}, func(t *testing.T, pod map[string]any, res Result, keep bool) {
 		if !podHas(pod, "graft-agent") {
 			return // graft had injected nothing
@@ -426,8 +428,8 @@ func stripGraft(pl *plan, orig, patched map[string]any) {
 			pm[mapKey] = nil
 		}
 	}
-	stripKey("annotations", annotationStatus)
-	stripKey("labels", labelInjected)
+	stripKey("annotations", names.Status)
+	stripKey("labels", names.Injected)
 }
 
 func TestProperties(t *testing.T) {
@@ -569,8 +571,8 @@ func checkInTreeRerun(t *testing.T, e *Engine, o Options, pl *plan, m clusterMod
 	// LimitRange defaults, the re-run sets nothing and so leaves
 	// LimitRanger's record of its first run; without graft's help it would
 	// rewrite the record to name graft's containers.
-	delete(fast.Annotations, annotationLimits)
-	delete(want.Annotations, annotationLimits)
+	delete(fast.Annotations, names.LimitRangerAnnotation)
+	delete(want.Annotations, names.LimitRangerAnnotation)
 	if m.handMountedEverywhere(decodeGeneric(t, orig)) {
 		// The documented exception: graft mounts the Pod's own volume.
 		var before corev1.Pod

@@ -9,6 +9,8 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/wI2L/jsondiff"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // referenceInject is the slow, obvious way to inject a Pod that carries no
@@ -121,12 +123,12 @@ func referenceInject(t *testing.T, pl *plan, object []byte, keep bool) (patched 
 	}
 	// graft.dev/injected: the revision, recorded by the first template
 	// injected, unless the Pod already carries it.
-	if i := slices.Index(skip, false); i >= 0 && pod.Labels[labelInjected] != pl.revision {
+	if i := slices.Index(skip, false); i >= 0 && pod.Labels[names.Injected] != pl.revision {
 		if pod.Labels == nil {
 			pod.Labels = map[string]string{}
 		}
-		pod.Labels[labelInjected] = pl.revision
-		entries[i].Labels = append(entries[i].Labels, labelInjected)
+		pod.Labels[names.Injected] = pl.revision
+		entries[i].Labels = append(entries[i].Labels, names.Injected)
 	}
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
@@ -143,7 +145,7 @@ func referenceInject(t *testing.T, pl *plan, object []byte, keep bool) (patched 
 	if err := enc.Encode(st); err != nil {
 		t.Fatal(err)
 	}
-	pod.Annotations[annotationStatus] = string(bytes.TrimSpace(status.Bytes()))
+	pod.Annotations[names.Status] = string(bytes.TrimSpace(status.Bytes()))
 	desired, err := json.Marshal(&pod)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -318,7 +319,7 @@ func (r *Revisions) denyUnknownPodRevision(dst, body []byte, value string, res R
 		value = value[:maxShown] + "..."
 	}
 	msg := fmt.Sprintf("the Pod's label %s=%q names no revision or tag of graft (known: %s); "+
-		"fix or remove the label", labelRev, value, strings.Join(r.Names(), ", "))
+		"fix or remove the label", names.Revision, value, strings.Join(r.Names(), ", "))
 	res.Decision, res.Reason = DecisionDeny, ReasonTemplateSelection
 	res.Templates, res.PatchOps, res.PatchBytes, res.Warnings = nil, 0, 0, 0
 	w := responseWriter{dst: dst}

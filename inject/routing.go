@@ -3,11 +3,9 @@ package inject
 import (
 	"errors"
 	"strings"
-)
 
-// labelRev is the label that selects a revision or tag: on a namespace
-// (the webhook route carries it) or, where the profile allows, on a Pod.
-const labelRev = "graft.dev/rev"
+	"github.com/graftdev/graft/internal/names"
+)
 
 // routing is what revision selection reads of a request: the Pod's own
 // graft.dev/rev label, and what a tag's split is keyed on. Strings alias
@@ -84,7 +82,7 @@ func scanObjectMeta(sc *scanner, r *routing, nsSeen bool) error {
 				}
 			case "labels":
 				err = eachKey(sc, func(k string) error {
-					if k != labelRev || sc.peek() != '"' {
+					if k != names.Revision || sc.peek() != '"' {
 						return sc.skip()
 					}
 					var err error

@@ -3,11 +3,13 @@ package inject
 import (
 	"fmt"
 	"strings"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // StatusAnnotation is the Pod annotation in which graft records what it
 // injected.
-const StatusAnnotation = annotationStatus
+const StatusAnnotation = names.Status
 
 // Status is graft.dev/status: per template graft injected into a Pod, the
 // revision and content digest it injected and exactly the objects graft

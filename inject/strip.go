@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // Removing what graft owns works on the Pod as generic JSON: it is for
@@ -137,7 +139,7 @@ func filterMap(m map[string]any, key string, keys []string) {
 // statusOf reads the status annotation of doc; ok is false without one.
 func statusOf(doc map[string]any) (Status, bool, error) {
 	ann, _ := doc["metadata"].(map[string]any)["annotations"].(map[string]any)
-	v, ok := ann[annotationStatus]
+	v, ok := ann[names.Status]
 	if !ok {
 		return Status{}, false, nil
 	}
@@ -154,14 +156,14 @@ func setStatus(doc map[string]any, value string) {
 	meta := doc["metadata"].(map[string]any)
 	ann, _ := meta["annotations"].(map[string]any)
 	if value == "" {
-		filterMap(meta, "annotations", []string{annotationStatus})
+		filterMap(meta, "annotations", []string{names.Status})
 		return
 	}
 	if ann == nil {
 		ann = map[string]any{}
 		meta["annotations"] = ann
 	}
-	ann[annotationStatus] = value
+	ann[names.Status] = value
 }
 
 // Uninjected is what Uninject found and does.

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // checkFragment checks a rendered fragment against the Kubernetes rules a
@@ -294,8 +296,8 @@ func checkVolume(raw []byte) []string {
 // graft's own: parameters and status.
 func checkMetaKey(k string) []string {
 	out := validation.IsQualifiedName(k)
-	if strings.HasPrefix(k, AnnotationPrefix) {
-		out = append(out, "keys under "+AnnotationPrefix+" are reserved for graft")
+	if strings.HasPrefix(k, names.Prefix) {
+		out = append(out, "keys under "+names.Prefix+" are reserved for graft")
 	}
 	return out
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // Param is a typed template parameter. Min and Max are written in the
@@ -49,7 +51,7 @@ type ParamError struct {
 }
 
 func (e *ParamError) Error() string {
-	return fmt.Sprintf("annotation %s%s.%s=%q: %s", AnnotationPrefix, e.Template, e.Param, e.Value, e.Rule)
+	return fmt.Sprintf("annotation %s%s.%s=%q: %s", names.Prefix, e.Template, e.Param, e.Value, e.Rule)
 }
 
 func (p *Param) init() error {

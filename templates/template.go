@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"text/template"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // Template is one parsed, validated sidecar template.
@@ -48,11 +50,8 @@ func (t *Template) Param(name string) (*Param, bool) {
 
 // AnnotationKey is the Pod annotation that overrides param on this template.
 func (t *Template) AnnotationKey(param string) string {
-	return AnnotationPrefix + t.Name + "." + param
+	return names.ParamAnnotation(t.Name, param)
 }
-
-// AnnotationPrefix starts every graft annotation.
-const AnnotationPrefix = "graft.dev/"
 
 func (t *Template) init() error {
 	if !isDNSLabel(t.Name) {

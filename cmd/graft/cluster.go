@@ -14,6 +14,7 @@ import (
 
 	"github.com/graftdev/graft/audit"
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/names"
 )
 
 // clusterFlags say how the live commands (audit, explain KIND/NAME) reach
@@ -89,7 +90,7 @@ func listPages[L any](ctx context.Context, chunk int64, list func(context.Contex
 
 // auditNamespace is what audit needs of a Namespace.
 func auditNamespace(ns *corev1.Namespace) audit.Namespace {
-	return audit.Namespace{Name: ns.Name, Labels: ns.Labels, InjectLabelTime: labelWritten(ns.ManagedFields, audit.InjectLabel)}
+	return audit.Namespace{Name: ns.Name, Labels: ns.Labels, InjectLabelTime: labelWritten(ns.ManagedFields, names.Inject)}
 }
 
 // labelWritten is the latest time a managedFields entry that owns the

@@ -9,6 +9,8 @@ import (
 	"text/tabwriter"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 func writeExplanationJSON(w *bytes.Buffer, ex *explained) error {
@@ -94,7 +96,7 @@ func labelText(ex *explained) string {
 	}
 	label := "none"
 	if ex.Label != "" {
-		label = injectLabel + "=" + ex.Label
+		label = names.Inject + "=" + ex.Label
 	}
 	switch ex.LabelFrom {
 	case fromNamespace:

@@ -8,6 +8,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/graftdev/graft/audit"
+	"github.com/graftdev/graft/internal/names"
 )
 
 // reporter says on stderr what inject and explain did: warnings always;
@@ -59,20 +60,20 @@ func podWarnings(spot podSpot) []string {
 	var out []string
 	meta := mapGet(spot.holder, "metadata")
 	at := joinPath(spot.path, "metadata")
-	if a := mapGet(mapGet(meta, "annotations"), injectLabel); a != nil {
+	if a := mapGet(mapGet(meta, "annotations"), names.Inject); a != nil {
 		out = append(out, fmt.Sprintf("annotation %s=%s has no effect: graft reads the label (Istio and Linkerd read an annotation); to opt out, set %s.labels[%q] to \"false\"",
-			injectLabel, scalarText(a), at, injectLabel))
+			names.Inject, scalarText(a), at, names.Inject))
 	}
-	if l := mapGet(mapGet(meta, "labels"), injectLabel); l != nil {
+	if l := mapGet(mapGet(meta, "labels"), names.Inject); l != nil {
 		switch v := l.Value; {
 		case !isJSONString(l):
 			out = append(out, fmt.Sprintf("label %s: %s is not a string, and label values must be: the API server refuses it; write \"false\" (quoted) to opt out",
-				injectLabel, scalarText(l)))
+				names.Inject, scalarText(l)))
 		case v == "false":
 		case audit.OptOutLike(v):
-			out = append(out, fmt.Sprintf("label %s=%s does not opt out: only the exact value \"false\" does; graft injects this Pod", injectLabel, v))
+			out = append(out, fmt.Sprintf("label %s=%s does not opt out: only the exact value \"false\" does; graft injects this Pod", names.Inject, v))
 		default:
-			out = append(out, fmt.Sprintf("label %s=%s on a Pod has no effect: only \"false\" (opt out) is read there; the profile comes from the namespace's label", injectLabel, v))
+			out = append(out, fmt.Sprintf("label %s=%s on a Pod has no effect: only \"false\" (opt out) is read there; the profile comes from the namespace's label", names.Inject, v))
 		}
 	}
 	if spot.isPod {
@@ -81,9 +82,9 @@ func podWarnings(spot podSpot) []string {
 	// On the workload itself rather than on its Pod template.
 	own := mapGet(spot.object, "metadata")
 	for _, where := range []string{"labels", "annotations"} {
-		if v := mapGet(mapGet(own, where), injectLabel); v != nil {
+		if v := mapGet(mapGet(own, where), names.Inject); v != nil {
 			out = append(out, fmt.Sprintf("%s %s=%s on the %s itself has no effect: graft reads the Pod template's labels (%s.labels)",
-				strings.TrimSuffix(where, "s"), injectLabel, scalarText(v), mapString(spot.object, "kind"), at))
+				strings.TrimSuffix(where, "s"), names.Inject, scalarText(v), mapString(spot.object, "kind"), at))
 		}
 	}
 	return out

@@ -9,13 +9,7 @@ import (
 
 	"github.com/graftdev/graft/audit"
 	"github.com/graftdev/graft/inject"
-)
-
-// Labels graft reads (package audit defines them for every command).
-const (
-	injectLabel  = audit.InjectLabel
-	revLabel     = audit.RevisionLabel
-	enabledValue = audit.EnabledValue
+	"github.com/graftdev/graft/internal/names"
 )
 
 // neverSelected are the namespaces no webhook of graft selects.
@@ -89,7 +83,7 @@ func (s *selector) labelFor(profile string) string {
 // assumption says what was assumed for a namespace without labels.
 func (s *selector) assumption(ns string) string {
 	return fmt.Sprintf("namespace %s: no Namespace object in the input and no --namespace-labels: assuming %s=%s (profile %s)",
-		ns, injectLabel, s.labelFor(s.assumed), s.assumed)
+		ns, names.Inject, s.labelFor(s.assumed), s.assumed)
 }
 
 // declareNamespaces records the labels of every v1 Namespace in docs

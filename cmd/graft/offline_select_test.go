@@ -9,6 +9,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // The selector decides as the shipped webhook configuration selects: for
@@ -38,23 +40,23 @@ func TestSelectorFollowsTheShippedWebhookConfiguration(t *testing.T) {
 		var excluded []string
 		for _, r := range w.NamespaceSelector.MatchExpressions {
 			switch {
-			case r.Key == injectLabel && r.Operator == metav1.LabelSelectorOpIn && len(r.Values) == 1:
-				labels[injectLabel] = r.Values[0]
-			case r.Key == revLabel && r.Operator == metav1.LabelSelectorOpIn && len(r.Values) == 1:
-				labels[revLabel] = r.Values[0]
-			case r.Key == revLabel && r.Operator == metav1.LabelSelectorOpDoesNotExist:
+			case r.Key == names.Inject && r.Operator == metav1.LabelSelectorOpIn && len(r.Values) == 1:
+				labels[names.Inject] = r.Values[0]
+			case r.Key == names.Revision && r.Operator == metav1.LabelSelectorOpIn && len(r.Values) == 1:
+				labels[names.Revision] = r.Values[0]
+			case r.Key == names.Revision && r.Operator == metav1.LabelSelectorOpDoesNotExist:
 			case r.Key == "kubernetes.io/metadata.name" && r.Operator == metav1.LabelSelectorOpNotIn:
 				excluded = r.Values
 			default:
 				t.Errorf("%s: namespace selector %v: not what the selector models", w.Name, r)
 			}
 		}
-		value := labels[injectLabel]
+		value := labels[names.Inject]
 		if !slices.Equal(excluded, neverSelected()) {
 			t.Errorf("%s excludes %v; the selector, %v", w.Name, excluded, neverSelected())
 		}
-		if got := w.ObjectSelector.MatchExpressions; len(got) != 1 || got[0].Key != injectLabel || got[0].Operator != metav1.LabelSelectorOpNotIn || !slices.Equal(got[0].Values, []string{"false"}) {
-			t.Errorf("%s: object selector %v: want %s NotIn [false]", w.Name, got, injectLabel)
+		if got := w.ObjectSelector.MatchExpressions; len(got) != 1 || got[0].Key != names.Inject || got[0].Operator != metav1.LabelSelectorOpNotIn || !slices.Equal(got[0].Values, []string{"false"}) {
+			t.Errorf("%s: object selector %v: want %s NotIn [false]", w.Name, got, names.Inject)
 		}
 		sel.declared["ns"] = labels
 		got := sel.selectFor("ns")
@@ -69,7 +71,7 @@ func TestSelectorFollowsTheShippedWebhookConfiguration(t *testing.T) {
 			t.Errorf("%s: a namespace labelled %v goes to %v; the selector picks profile %q, revision %q (%s)", w.Name, labels, w.ClientConfig.Service, got.profile, got.revision, path)
 		}
 		for _, ns := range excluded {
-			sel.declared[ns] = map[string]string{injectLabel: value}
+			sel.declared[ns] = map[string]string{names.Inject: value}
 			if got := sel.selectFor(ns); got.profile != "" {
 				t.Errorf("namespace %s labelled %s: selected for %s", ns, value, got.profile)
 			}
@@ -79,7 +81,7 @@ func TestSelectorFollowsTheShippedWebhookConfiguration(t *testing.T) {
 
 func TestSelectorWithoutLabels(t *testing.T) {
 	sel := &selector{defaultProfile: "enabled", profiles: []string{"enabled", "logs"}, assumed: "logs",
-		declared: map[string]map[string]string{"plain": {}, "typo": {injectLabel: "Logs"}}}
+		declared: map[string]map[string]string{"plain": {}, "typo": {names.Inject: "Logs"}}}
 	tests := []struct {
 		ns, profile, from, why string
 	}{
@@ -94,7 +96,7 @@ func TestSelectorWithoutLabels(t *testing.T) {
 			t.Errorf("%s: got %+v", tt.ns, got)
 		}
 	}
-	sel.flagLabels = map[string]string{injectLabel: "enabled"}
+	sel.flagLabels = map[string]string{names.Inject: "enabled"}
 	if got := sel.selectFor("unknown"); got.profile != "enabled" || got.from != fromFlag {
 		t.Errorf("with --namespace-labels: got %+v", got)
 	}

@@ -18,17 +18,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/graftdev/graft/config"
+	"github.com/graftdev/graft/internal/names"
 )
 
-// Names users see: labels, annotations, routes and webhook names.
+// Webhook names (the labels they select on are in package names).
 const (
-	InjectLabel   = "graft.dev/inject"
-	RevisionLabel = "graft.dev/rev"
 	// nameSuffix ends every webhook's name: <profile>.inject.graft.dev,
 	// <profile>.<revision-or-tag>.rev.inject.graft.dev.
 	nameSuffix    = ".inject.graft.dev"
 	revNameSuffix = ".rev" + nameSuffix
-	namespaceName = "kubernetes.io/metadata.name"
 )
 
 // Options say where graft runs and what the output's header names.
@@ -111,10 +109,10 @@ type generator struct {
 // takes to skip a mirror or hostNetwork Pod itself.
 func (g *generator) webhook(profile, rev string) admissionv1.MutatingWebhook {
 	name, path := profile+nameSuffix, "/inject/"+profile
-	revision := metav1.LabelSelectorRequirement{Key: RevisionLabel, Operator: metav1.LabelSelectorOpDoesNotExist}
+	revision := metav1.LabelSelectorRequirement{Key: names.Revision, Operator: metav1.LabelSelectorOpDoesNotExist}
 	if rev != "" {
 		name, path = profile+"."+rev+revNameSuffix, path+"/"+rev
-		revision = metav1.LabelSelectorRequirement{Key: RevisionLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{rev}}
+		revision = metav1.LabelSelectorRequirement{Key: names.Revision, Operator: metav1.LabelSelectorOpIn, Values: []string{rev}}
 	} else if g.isDefaultProfile(profile) {
 		path = "/inject"
 	}
@@ -126,12 +124,12 @@ func (g *generator) webhook(profile, rev string) admissionv1.MutatingWebhook {
 			Name: g.o.Service, Namespace: g.o.Namespace, Port: &port, Path: &path,
 		}},
 		NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: InjectLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{profile}},
+			{Key: names.Inject, Operator: metav1.LabelSelectorOpIn, Values: []string{profile}},
 			revision,
-			{Key: namespaceName, Operator: metav1.LabelSelectorOpNotIn, Values: g.excluded},
+			{Key: names.NamespaceNameLabel, Operator: metav1.LabelSelectorOpNotIn, Values: g.excluded},
 		}},
 		ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: InjectLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"false"}},
+			{Key: names.Inject, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"false"}},
 		}},
 		Rules: []admissionv1.RuleWithOperations{{
 			Operations: []admissionv1.OperationType{admissionv1.Create},

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/graftdev/graft/config"
+	"github.com/graftdev/graft/internal/names"
 )
 
 const revisionsYAML = `
@@ -67,14 +68,14 @@ func TestWebhooks(t *testing.T) {
 		name, path string
 		rev        *metav1.LabelSelectorRequirement
 	}{
-		{"mesh.inject.graft.dev", "/inject", &metav1.LabelSelectorRequirement{Key: RevisionLabel, Operator: metav1.LabelSelectorOpDoesNotExist}},
+		{"mesh.inject.graft.dev", "/inject", &metav1.LabelSelectorRequirement{Key: names.Revision, Operator: metav1.LabelSelectorOpDoesNotExist}},
 		{"agent.inject.graft.dev", "/inject/agent", nil},
 		{"node.inject.graft.dev", "/inject/node", nil},
-		{"mesh.v1.rev.inject.graft.dev", "/inject/mesh/v1", &metav1.LabelSelectorRequirement{Key: RevisionLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"v1"}}},
+		{"mesh.v1.rev.inject.graft.dev", "/inject/mesh/v1", &metav1.LabelSelectorRequirement{Key: names.Revision, Operator: metav1.LabelSelectorOpIn, Values: []string{"v1"}}},
 		{"agent.v1.rev.inject.graft.dev", "/inject/agent/v1", nil},
 		{"agent.v2.rev.inject.graft.dev", "/inject/agent/v2", nil},
 		{"agent.stable.rev.inject.graft.dev", "/inject/agent/stable", nil},
-		{"agent.canary.rev.inject.graft.dev", "/inject/agent/canary", &metav1.LabelSelectorRequirement{Key: RevisionLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"canary"}}},
+		{"agent.canary.rev.inject.graft.dev", "/inject/agent/canary", &metav1.LabelSelectorRequirement{Key: names.Revision, Operator: metav1.LabelSelectorOpIn, Values: []string{"canary"}}},
 		{"node.canary.rev.inject.graft.dev", "/inject/node/canary", nil},
 	} {
 		w, ok := hooks[tt.name]
@@ -87,7 +88,7 @@ func TestWebhooks(t *testing.T) {
 			t.Errorf("%s: service %s/%s:%d%s, want graft/graft-system:443%s", tt.name, svc.Namespace, svc.Name, *svc.Port, *svc.Path, tt.path)
 		}
 		exprs := w.NamespaceSelector.MatchExpressions
-		if len(exprs) != 3 || exprs[0].Key != InjectLabel || exprs[2].Key != namespaceName ||
+		if len(exprs) != 3 || exprs[0].Key != names.Inject || exprs[2].Key != names.NamespaceNameLabel ||
 			!slices.Equal(exprs[2].Values, []string{"kube-system", "platform", "graft-system"}) {
 			t.Errorf("%s: namespaceSelector %+v", tt.name, exprs)
 		}
@@ -114,14 +115,14 @@ func TestEachNamespaceOneWebhook(t *testing.T) {
 		labels map[string]string
 		want   string
 	}{
-		{map[string]string{InjectLabel: "agent", namespaceName: "shop"}, "agent.inject.graft.dev"},
-		{map[string]string{InjectLabel: "agent", RevisionLabel: "canary", namespaceName: "shop"}, "agent.canary.rev.inject.graft.dev"},
-		{map[string]string{InjectLabel: "mesh", RevisionLabel: "v2", namespaceName: "shop"}, "mesh.v2.rev.inject.graft.dev"},
-		{map[string]string{InjectLabel: "mesh", RevisionLabel: "v3", namespaceName: "shop"}, ""},
-		{map[string]string{InjectLabel: "other", namespaceName: "shop"}, ""},
-		{map[string]string{RevisionLabel: "v2", namespaceName: "shop"}, ""},
-		{map[string]string{InjectLabel: "agent", namespaceName: "platform"}, ""},
-		{map[string]string{InjectLabel: "agent", RevisionLabel: "v1", namespaceName: "graft"}, ""},
+		{map[string]string{names.Inject: "agent", names.NamespaceNameLabel: "shop"}, "agent.inject.graft.dev"},
+		{map[string]string{names.Inject: "agent", names.Revision: "canary", names.NamespaceNameLabel: "shop"}, "agent.canary.rev.inject.graft.dev"},
+		{map[string]string{names.Inject: "mesh", names.Revision: "v2", names.NamespaceNameLabel: "shop"}, "mesh.v2.rev.inject.graft.dev"},
+		{map[string]string{names.Inject: "mesh", names.Revision: "v3", names.NamespaceNameLabel: "shop"}, ""},
+		{map[string]string{names.Inject: "other", names.NamespaceNameLabel: "shop"}, ""},
+		{map[string]string{names.Revision: "v2", names.NamespaceNameLabel: "shop"}, ""},
+		{map[string]string{names.Inject: "agent", names.NamespaceNameLabel: "platform"}, ""},
+		{map[string]string{names.Inject: "agent", names.Revision: "v1", names.NamespaceNameLabel: "graft"}, ""},
 	} {
 		var got []string
 		for _, w := range mwc.Webhooks {

@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/graftdev/graft/e2e/internal/cluster"
+	"github.com/graftdev/graft/internal/names"
 )
 
 func main() {
@@ -114,22 +115,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 // each, and the Pods, o.workers at a time.
 func populate(ctx context.Context, c *cluster.Cluster, client kubernetes.Interface, o options) error {
 	owners := make([]metav1.OwnerReference, o.namespaces)
-	names := make([]string, o.namespaces)
+	nsNames := make([]string, o.namespaces)
 	for i := range o.namespaces {
-		names[i] = fmt.Sprintf("load-%02d", i)
+		nsNames[i] = fmt.Sprintf("load-%02d", i)
 		var labels map[string]string
 		if i%2 == 0 {
-			labels = map[string]string{cluster.InjectLabel: "enabled"}
+			labels = map[string]string{names.Inject: "enabled"}
 		}
-		if err := c.CreateNamespace(ctx, names[i], labels); err != nil {
+		if err := c.CreateNamespace(ctx, nsNames[i], labels); err != nil {
 			return err
 		}
 		if labels != nil {
-			if err := c.WaitInjecting(ctx, names[i]); err != nil {
+			if err := c.WaitInjecting(ctx, nsNames[i]); err != nil {
 				return err
 			}
 		}
-		ref, err := deployment(ctx, client, names[i])
+		ref, err := deployment(ctx, client, nsNames[i])
 		if err != nil {
 			return err
 		}
@@ -148,8 +149,8 @@ func populate(ctx context.Context, c *cluster.Cluster, client kubernetes.Interfa
 				ns := n % o.namespaces
 				p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%05d", n), OwnerReferences: []metav1.OwnerReference{owners[ns]}},
 					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/web:1"}}}}
-				if _, err := client.CoreV1().Pods(names[ns]).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-					errs <- fmt.Errorf("create %s/%s: %w", names[ns], p.Name, err)
+				if _, err := client.CoreV1().Pods(nsNames[ns]).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+					errs <- fmt.Errorf("create %s/%s: %w", nsNames[ns], p.Name, err)
 					return
 				}
 			}

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/graftdev/graft/e2e/internal/cluster"
+	"github.com/graftdev/graft/internal/names"
 )
 
 func main() {
@@ -74,10 +75,10 @@ func run(ctx context.Context, out io.Writer) (err error) {
 	fmt.Fprintf(out, "registered MutatingWebhookConfiguration %q -> %s\n", wh.Name, *wh.Webhooks[0].ClientConfig.URL)
 
 	const ns = "demo"
-	if err := c.CreateNamespace(ctx, ns, map[string]string{cluster.InjectLabel: "enabled"}); err != nil {
+	if err := c.CreateNamespace(ctx, ns, map[string]string{names.Inject: "enabled"}); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "created namespace %s with label %s=enabled\n", ns, cluster.InjectLabel)
+	fmt.Fprintf(out, "created namespace %s with label %s=enabled\n", ns, names.Inject)
 	if err := c.WaitInjecting(ctx, ns); err != nil {
 		return err
 	}
@@ -120,7 +121,7 @@ func printPod(out io.Writer, p *corev1.Pod) {
 	for _, v := range p.Spec.Volumes {
 		fmt.Fprintf(out, "  %-15s %s\n", "volume", v.Name)
 	}
-	fmt.Fprintf(out, "  %-15s %s=%s\n", "annotation", cluster.StatusAnnotation, p.Annotations[cluster.StatusAnnotation])
+	fmt.Fprintf(out, "  %-15s %s=%s\n", "annotation", names.Status, p.Annotations[names.Status])
 }
 
 // mounts lists a container's volume mounts as volume:path.

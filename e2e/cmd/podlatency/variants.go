@@ -13,16 +13,17 @@ import (
 
 	"encoding/json"
 
-	"github.com/graftdev/graft/bench/corpus"
-	"github.com/graftdev/graft/e2e/internal/cluster"
-	"github.com/graftdev/graft/inject"
-	"github.com/graftdev/graft/internal/proc"
-	"github.com/graftdev/graft/templates"
-	"github.com/graftdev/graft/webhook/certgen"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/graftdev/graft/bench/corpus"
+	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/names"
+	"github.com/graftdev/graft/internal/proc"
+	"github.com/graftdev/graft/templates"
+	"github.com/graftdev/graft/webhook/certgen"
 )
 
 // variantLabel selects, by namespace, which mutation a Pod goes through.
@@ -98,7 +99,7 @@ func setupGraft(ctx context.Context, b *bench) (variant, error) {
 	if _, err := reg.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		return v, fmt.Errorf("ValidatingAdmissionPolicyBinding: %w", err)
 	}
-	return v, b.c.CreateNamespace(ctx, v.ns, map[string]string{cluster.InjectLabel: "enabled", variantLabel: v.name})
+	return v, b.c.CreateNamespace(ctx, v.ns, map[string]string{names.Inject: "enabled", variantLabel: v.name})
 }
 
 // setupGraftBare is graft's webhook alone, to tell what the guarantee

@@ -18,12 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 )
 
-// Names users see, as the design fixes them.
-const (
-	InjectLabel      = "graft.dev/inject"
-	StatusAnnotation = "graft.dev/status"
-)
-
 //go:embed standin.yaml
 var standinYAML []byte
 

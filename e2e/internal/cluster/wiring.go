@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/graftdev/graft/internal/proc"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/graftdev/graft/internal/names"
+	"github.com/graftdev/graft/internal/proc"
 )
 
 // RegisterGraft registers the shipped webhook configuration pointed at this
@@ -49,8 +51,8 @@ func (c *Cluster) WaitInjecting(ctx context.Context, ns string) error {
 		if err != nil {
 			return err
 		}
-		if _, ok := p.Annotations[StatusAnnotation]; !ok {
-			return errors.New("dry-run Pod came back without " + StatusAnnotation)
+		if _, ok := p.Annotations[names.Status]; !ok {
+			return errors.New("dry-run Pod came back without " + names.Status)
 		}
 		return nil
 	})

@@ -1,0 +1,111 @@
+// Package names is the one home of every label, annotation and annotation
+// prefix graft reads or writes on objects users own. Code that reads or
+// writes one of them names it from here, so a rename is one edit and
+// docs/reference/names.md (generated from All) cannot drift from the code.
+//
+// The constants are plain strings so the engine's allocation-free scanner
+// compares against them directly.
+package names
+
+// Prefix starts every graft label and annotation on a Pod or Namespace;
+// keys under it are reserved for graft.
+const Prefix = "graft.dev/"
+
+// Labels.
+const (
+	// Inject on a namespace names its profile (EnabledValue: the default
+	// profile); on a Pod, OptOutValue opts the Pod out.
+	Inject = Prefix + "inject"
+	// Injected is set by graft on every Pod it injects; the value is the
+	// revision it injected from.
+	Injected = Prefix + "injected"
+	// Revision on a namespace (or a Pod, where its profile allows) selects
+	// a template revision or a tag pointing at one.
+	Revision = Prefix + "rev"
+)
+
+// Values of Inject.
+const (
+	// EnabledValue selects the default profile.
+	EnabledValue = "enabled"
+	// OptOutValue on a Pod opts it out of injection.
+	OptOutValue = "false"
+)
+
+// Annotations.
+const (
+	// Status is graft's versioned record of what it injected
+	// (docs/reference/status-format.md).
+	Status = Prefix + "status"
+	// Templates overrides the profile's template list, where allowed.
+	Templates = Prefix + "templates"
+	// ExportProfile marks the admission policies `graft export` writes
+	// with the profile they were compiled from.
+	ExportProfile = "export.graft.dev/profile"
+	// RedirectPrefix starts the annotations the mesh-proxy template writes
+	// for the mesh CNI plugin (redirect.graft.dev/mode, ...).
+	RedirectPrefix = "redirect.graft.dev/"
+)
+
+// ParamAnnotation is the Pod annotation that sets parameter param of
+// template tmpl: graft.dev/<template>.<param>.
+func ParamAnnotation(tmpl, param string) string {
+	return Prefix + tmpl + "." + param
+}
+
+// Names Kubernetes owns that graft reads.
+const (
+	// MirrorAnnotation marks the API server's copy of a static Pod.
+	MirrorAnnotation = "kubernetes.io/config.mirror"
+	// LimitRangerAnnotation records the defaults the LimitRanger plugin set.
+	LimitRangerAnnotation = "kubernetes.io/limit-ranger"
+	// NamespaceNameLabel is set on every namespace to its name.
+	NamespaceNameLabel = "kubernetes.io/metadata.name"
+	// OSLabel is the node label a Pod selects an operating system by.
+	OSLabel = "kubernetes.io/os"
+)
+
+// Kind says what a name is put on and how.
+type Kind string
+
+// Kinds of names.
+const (
+	Label            Kind = "label"
+	Annotation       Kind = "annotation"
+	AnnotationPrefix Kind = "annotation prefix"
+)
+
+// Name describes one name users see, for docs/reference/names.md.
+type Name struct {
+	Key  string
+	Kind Kind
+	// On says which objects carry it.
+	On string
+	// SetBy is who writes it: users, graft, or both.
+	SetBy string
+	Doc   string
+}
+
+// All returns every name graft owns, in the order the reference lists them.
+func All() []Name {
+	return []Name{
+		{Inject, Label, "Namespace, Pod", "users",
+			"On a namespace: `" + EnabledValue + "` (the default profile) or a profile's name opts its Pods in. " +
+				"On a Pod: `\"" + OptOutValue + "\"` opts the Pod out."},
+		{Revision, Label, "Namespace, Pod", "users",
+			"A template revision, or a tag pointing at one (`stable`, `canary`); on a Pod only where its profile allows."},
+		{Injected, Label, "Pod", "graft",
+			"Set on every Pod graft injects, to the revision it injected from; the guarantee policy selects on it."},
+		{Status, Annotation, "Pod", "graft",
+			"graft's record of what it injected: per template its revision, digest and the objects it added " +
+				"([format](status-format.md))."},
+		{Templates, Annotation, "Pod", "users",
+			"A comma-separated template list replacing the profile's, where the profile allows overrides."},
+		{Prefix + "<template>.<param>", AnnotationPrefix, "Pod", "users",
+			"Sets one template parameter on one Pod, validated by the template; locked parameters refuse it."},
+		{RedirectPrefix, AnnotationPrefix, "Pod", "graft",
+			"Written by the mesh-proxy template (trafficRedirect: cni) for the mesh CNI plugin."},
+		{ExportProfile, Label, "admission policies", "graft",
+			"The profile an exported MutatingAdmissionPolicy was compiled from."},
+	}
+}
