@@ -38,18 +38,25 @@ func celList(items []string) string {
 	return "[" + strings.Join(q, ", ") + "]"
 }
 
-// paramVarList declares a variable per parameter the templates read.
+// paramVarList declares, per template, the texts of the parameters its
+// fragment reads, and the items of its list parameters (see params.go).
 func (p *profile) paramVarList() []celVar {
 	var out []celVar
 	used := p.usedParams()
 	for _, tn := range p.order {
+		var texts, lists []string
 		for _, prm := range used[tn] {
 			raw := rawValue(tn, prm, p.defaults[tn][prm.Name])
-			name := celIdent("p", tn, prm.Name)
-			out = append(out, celVar{name, textExpr(prm, raw)})
+			texts = append(texts, celString(prm.Name)+": "+textExpr(prm, raw))
 			if prm.Type == "list" {
-				out = append(out, celVar{celIdent("l", tn, prm.Name), itemsExpr("variables." + name)})
+				lists = append(lists, celString(prm.Name)+": "+itemsExpr(paramVars{tmpl: tn}.text(holeSrc{param: prm, item: -1})))
 			}
+		}
+		if len(texts) > 0 {
+			out = append(out, celVar{celIdent("p", tn), "{" + strings.Join(texts, ", ") + "}"})
+		}
+		if len(lists) > 0 {
+			out = append(out, celVar{celIdent("l", tn), "{" + strings.Join(lists, ", ") + "}"})
 		}
 	}
 	return out
