@@ -312,6 +312,13 @@ func TestExportRefusesInvalidParameters(t *testing.T) {
 			if want := "denied: " + tc.want; out.refuse != want {
 				t.Fatalf("refusal %q, want %q", out.refuse, want)
 			}
+			// The validating policy passes Pods labelled graft.dev/injected
+			// by selector; the mutating one takes a hand-set label off the
+			// Pods it must refuse.
+			p.Labels = map[string]string{names.Injected: f.revision}
+			if out, _ := f.requireSame(t, f.pairs[tc.profile], p); out.refuse != "denied: "+tc.want {
+				t.Fatalf("with the label set by hand: refusal %q, want %q", out.refuse, "denied: "+tc.want)
+			}
 		})
 	}
 }
@@ -406,4 +413,36 @@ func TestExportReinvocationWithForeignMutator(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireAgentInjected(t, got) // every app container, the foreign one too
+}
+
+// TestExportHandSetLabel: the exported validating policy passes Pods
+// labelled graft.dev/injected by selector, without converting them. A
+// Pod author's own label must not take a Pod past it: the mutating
+// policy takes the label off every Pod it leaves for the validating
+// policy to refuse, and the Pod is refused as without the label (as the
+// webhook refuses it, or by the policies' design).
+func TestExportHandSetLabel(t *testing.T) {
+	f := exported.get(t)
+	conflict := simplePod("hand-label-conflict", "app", "graft-agent")
+	stale := simplePod("hand-label-stale")
+	stale.Annotations = map[string]string{names.Status: `{"version":1,"injected":["graft-agent"]}`}
+	unhashable := simplePod("hand-label-port")
+	unhashable.Annotations = map[string]string{"graft.dev/agent.port": "9100"}
+	lenient := simplePod("hand-label-lenient")
+	lenient.Annotations = map[string]string{"graft.dev/agent.port": "80"}
+	cases := []struct {
+		profile string
+		pod     *corev1.Pod
+	}{{"agent", conflict}, {"agent", stale}, {"agent", unhashable}, {"lenient", lenient}, {"keep", conflict}}
+	for _, tc := range cases {
+		t.Run(tc.profile+"/"+tc.pod.Name, func(t *testing.T) {
+			bare, _ := f.requireSame(t, f.pairs[tc.profile], tc.pod)
+			p := tc.pod.DeepCopy()
+			p.Labels = map[string]string{names.Injected: f.revision}
+			labelled, _ := f.requireSame(t, f.pairs[tc.profile], p)
+			if (bare.refuse == "") != (labelled.refuse == "") {
+				t.Fatalf("refused without the label: %q; with it: %q", bare.refuse, labelled.refuse)
+			}
+		})
+	}
 }

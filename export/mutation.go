@@ -107,7 +107,13 @@ func (p *profile) mutationVars() ([]celVar, error) {
 	if err != nil {
 		return nil, err
 	}
-	vars := append(p.selectionVars(), scope...)
+	vars := p.selectionVars()
+	if !p.lenient {
+		// A Pod with a parameter problem is refused: left uninjected and
+		// unlabelled for the validating policy (see patchExpr).
+		vars = append(vars, p.problemVars()...)
+	}
+	vars = append(vars, scope...)
 	// What the templates graft injects add: those of the conflicts are
 	// left out (onConflict: keep; deny refuses the Pod in the validating
 	// policy).
@@ -141,8 +147,22 @@ func (p *profile) mutationVars() ([]celVar, error) {
 	return append(vars, initVars()...), nil
 }
 
-// patchExpr is the JSON Patch: empty for a Pod that selects no template.
-func (p *profile) patchExpr() string {
+// patchExpr is the JSON Patch: the fast path's for the Pods it covers,
+// else the general merge's, empty for a Pod that selects no template.
+func (p *profile) patchExpr(fast *fastPath) (string, error) {
+	general := p.mergeExpr()
+	if fast == nil {
+		return general, nil
+	}
+	ops, err := fast.patchExpr()
+	if err != nil {
+		return "", err
+	}
+	return "(" + fast.guard() + ") ?\n" + ops + "\n: " + general, nil
+}
+
+// mergeExpr is the general merge's JSON Patch.
+func (p *profile) mergeExpr() string {
 	ops := []string{
 		initOps(),
 		appendOps("/spec/containers", "object.spec.?containers.orValue([])", "variables.addedContainers"),
@@ -154,12 +174,18 @@ func (p *profile) patchExpr() string {
 		metaOps("labels", "variables.setLabels", false),
 	}
 	// Pods the validating policy refuses are left as they are, so that it
-	// sees what they carried.
+	// sees what they carried, and without graft.dev/injected, so that it
+	// sees them at all (it passes labelled Pods by selector).
 	refused := "size(variables.unhashable) > 0 || !(variables.recNone || variables.recOK && size(variables.recStale) == 0)"
 	if !p.keep {
 		refused += " || size(variables.conflicts) > 0"
 	}
-	return "size(variables.templates) == 0 || " + refused + " ? [] :\n" + strings.Join(ops, "\n+ ")
+	if !p.lenient {
+		refused = `variables.problem != "" || ` + refused
+	}
+	unlabel := "(" + celString(names.Injected) + ` in object.metadata.?labels.orValue({}) ? [JSONPatch{op: "remove", path: "/metadata/labels/` +
+		pointerToken(names.Injected) + `"}] : [])`
+	return "size(variables.templates) == 0 ? [] : " + refused + " ? " + unlabel + " :\n" + strings.Join(ops, "\n+ ")
 }
 
 // initVars split the missing init containers by placement.
