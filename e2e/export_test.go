@@ -446,3 +446,55 @@ func TestExportHandSetLabel(t *testing.T) {
 		})
 	}
 }
+
+// stripInit removes the init container called name, as a webhook ordered
+// after graft that does not want it would.
+func stripInit(name string) func(*corev1.Pod) []patchOp {
+	return func(p *corev1.Pod) []patchOp {
+		var ops []patchOp
+		for i := len(p.Spec.InitContainers) - 1; i >= 0; i-- {
+			if p.Spec.InitContainers[i].Name == name {
+				ops = append(ops, patchOp{Op: "remove", Path: fmt.Sprintf("/spec/initContainers/%d", i)})
+			}
+		}
+		return ops
+	}
+}
+
+// TestExportGuaranteeAfterAStrippingWebhook: a webhook after the exported
+// mutating policy removes its sidecar. Never reinvoked, it loses: the
+// policy, run again, puts the sidecar back. Reinvoked (IfNeeded), it
+// strips again after that, and the validating policy refuses the Pod,
+// though the Pod carries graft.dev/injected and its record.
+func TestExportGuaranteeAfterAStrippingWebhook(t *testing.T) {
+	exported.get(t)
+	for _, c := range []struct {
+		name   string
+		policy regv1.ReinvocationPolicyType
+	}{{"never", regv1.NeverReinvocationPolicy}, {"ifneeded", regv1.IfNeededReinvocationPolicy}} {
+		t.Run(c.name, func(t *testing.T) {
+			ns := newNamespace(t, "e2e-exp-strip-"+c.name, map[string]string{exportLabel: "agent"})
+			strip := &foreignMutator{patch: stripInit(agentContainer)}
+			registerForeign(t, ns, strip, c.policy)
+			waitFor(t, "the stripping webhook to take effect", func(ctx context.Context) error {
+				if strip.calls.Load() > 0 {
+					return nil
+				}
+				_, _ = env.client.CoreV1().Pods(ns).Create(ctx, simplePod("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+				return errors.New("not called yet")
+			})
+			p, err := env.client.CoreV1().Pods(ns).Create(t.Context(), simplePod("stripped", "app"), metav1.CreateOptions{})
+			if c.policy == regv1.NeverReinvocationPolicy {
+				if err != nil {
+					t.Fatalf("create: %v", err)
+				}
+				requireAgentInjected(t, p)
+				return
+			}
+			const want = "this Pod lacks containers graft injected"
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("create after a stripping webhook: got %v (Pod %v), want a refusal saying %q", err, p, want)
+			}
+		})
+	}
+}

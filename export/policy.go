@@ -111,24 +111,30 @@ func Export(cfg inject.Config, set *templates.Set, profileName string) (*Policie
 		// parameters is refused for them, not for lacking its sidecars.
 		checks = append([]check{problem}, checks...)
 	}
-	out.add(p, name, vvars, checks, regv1.Deny, &fail, p.uninjected(), p.matchConditions())
+	out.add(p, name, vvars, checks, regv1.Deny, &fail, p.matchConstraints(), append(p.matchConditions(), intactCondition()))
 	return out, nil
 }
 
-// uninjected are the validating policy's constraints: those of the
-// mutating policy, and only Pods without graft.dev/injected, which the API
-// server tells by label without converting the Pod. The mutating policy
-// labels a Pod only when it injected it as the webhook does, and takes
-// the label off a Pod this policy must refuse (a parameter problem, a
-// conflict under onConflict: deny, a record or parameter it cannot
-// merge), so an injected Pod costs this policy nothing. As with the
-// shipped guarantee, a Pod author who sets the label by hand on a Pod the
-// mutating policy then fails on (a CEL error) passes unchecked.
-func (p *profile) uninjected() *regv1.MatchResources {
-	m := p.matchConstraints()
-	m.ObjectSelector.MatchExpressions = append(m.ObjectSelector.MatchExpressions,
-		metav1.LabelSelectorRequirement{Key: names.Injected, Operator: metav1.LabelSelectorOpDoesNotExist})
-	return m
+// intactCondition passes over a Pod the mutating policy injected and that
+// still holds every container its record names: what the guarantee's
+// last check asks, read from the object alone, before any variable. The
+// API server converts the Pod for each set of expressions a validating
+// policy evaluates (the validations, every message expression, even the
+// empty audit annotations), so the match conditions' one conversion is
+// all an injected Pod costs this policy. The mutating policy labels a Pod
+// graft.dev/injected only when it injected it as the webhook does, and
+// takes the label off a Pod this policy must refuse (a parameter problem,
+// a conflict under onConflict: deny, a record or parameter it cannot
+// merge), so the other checks hold for a labelled Pod: only one whose
+// author wrote the label and a record by hand, and whose mutation then
+// failed, passes unchecked.
+func intactCondition() regv1.MatchCondition {
+	status := "object.metadata.annotations[" + celString(names.Status) + "]"
+	intact := celString(names.Injected) + " in object.metadata.?labels.orValue({}) && " +
+		celString(names.Status) + " in object.metadata.?annotations.orValue({}) &&\n" +
+		namesIn(status, "injected") + ".all(n, object.spec.?initContainers.orValue([]).exists(c, c.name == n) || " +
+		"object.spec.?containers.orValue([]).exists(c, c.name == n))"
+	return regv1.MatchCondition{Name: "not-injected-intact", Expression: "!(" + intact + ")"}
 }
 
 // validationVars are the ValidatingAdmissionPolicy's variables: the
