@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/manifest"
 )
 
 func newExplainCmd() *cobra.Command {
@@ -43,19 +44,19 @@ a Pod it adds what graft audit says of it.`,
 			var errs []error
 			n := 0
 			for _, d := range run.docs {
-				spots, err := findPods(d)
+				spots, err := manifest.FindPods(d)
 				if err != nil {
-					errs = append(errs, &docError{source: d.source, index: d.index, err: err})
+					errs = append(errs, d.WrapError("", err))
 					continue
 				}
 				for _, s := range spots {
-					if s.foreign != "" {
+					if s.Foreign != "" {
 						reportNoTemplate(d, s, run.report)
 						continue
 					}
 					ex, err := run.admitter.explain(d, s, run.report)
 					if err != nil {
-						errs = append(errs, &docError{source: d.source, index: d.index, what: s.what, err: err})
+						errs = append(errs, d.WrapError(s.What, err))
 						continue
 					}
 					if f.output == "json" {
@@ -95,18 +96,18 @@ type explained struct {
 	Namespace string `json:"namespace"`
 	// Label is the namespace's graft.dev/inject value; LabelFrom says
 	// where the namespace's labels came from (see selection).
-	Label     string           `json:"label"`
-	LabelFrom string           `json:"labelFrom"`
-	Decision  string           `json:"decision"`
-	Reason    string           `json:"reason"`
-	Profile   string           `json:"profile"`
-	Revision  string           `json:"revision"`
-	Tag       string           `json:"tag,omitempty"`
-	Templates []string         `json:"templates"`
-	Params    []explainedParam `json:"params"`
-	Warnings  []string         `json:"warnings"`
-	Message   string           `json:"message,omitempty"`
-	Patch     []patchOp        `json:"patch"`
+	Label     string             `json:"label"`
+	LabelFrom string             `json:"labelFrom"`
+	Decision  string             `json:"decision"`
+	Reason    string             `json:"reason"`
+	Profile   string             `json:"profile"`
+	Revision  string             `json:"revision"`
+	Tag       string             `json:"tag,omitempty"`
+	Templates []string           `json:"templates"`
+	Params    []explainedParam   `json:"params"`
+	Warnings  []string           `json:"warnings"`
+	Message   string             `json:"message,omitempty"`
+	Patch     []manifest.PatchOp `json:"patch"`
 	// Audit is a live Pod's audit class (graft explain pod/NAME).
 	Audit    *explainedAudit `json:"audit,omitempty"`
 	excluded bool            // the namespace is never injected
@@ -129,19 +130,19 @@ type explainedParam struct {
 
 // explain explains the Pod at spot: the namespace's selection, then the
 // engine's answer, with graft's own warnings about the manifest.
-func (a *admitter) explain(d *document, spot podSpot, rep *reporter) (*explained, error) {
+func (a *admitter) explain(d *manifest.Document, spot manifest.PodSpot, rep *reporter) (*explained, error) {
 	out := &explained{
-		Source:    d.source,
-		Document:  d.index,
-		Object:    spot.what,
+		Source:    d.Source(),
+		Document:  d.Index(),
+		Object:    spot.What,
 		Templates: []string{},
 		Params:    []explainedParam{},
 		Warnings:  []string{},
-		Patch:     []patchOp{},
+		Patch:     []manifest.PatchOp{},
 	}
-	if spot.holder == nil {
+	if spot.Holder == nil {
 		ns, err := a.namespaceFor(spot)
-		out.Namespace, out.Decision, out.Reason, out.Message = ns, "no-pod-template", "none", spot.noTemplate
+		out.Namespace, out.Decision, out.Reason, out.Message = ns, "no-pod-template", "none", spot.NoTemplate
 		return out, err
 	}
 	ns, sel, body, err := a.request(spot)
@@ -164,7 +165,7 @@ func (a *admitter) explain(d *document, spot podSpot, rep *reporter) (*explained
 	}
 	out.fill(ex)
 	if len(ex.Patch) > 0 {
-		if out.Patch, err = documentOps(spot, ex.Patch); err != nil {
+		if out.Patch, err = spot.DocumentOps(ex.Patch); err != nil {
 			return nil, err
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/graftdev/graft/audit"
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/manifest"
 )
 
 // fromCluster: the namespace's labels were read from the cluster.
@@ -116,7 +117,7 @@ func explainLive(cmd *cobra.Command, f *offlineFlags, cf *clusterFlags, kind, na
 // selects would.
 func explainPod(engine offlineEngine, a *audit.Auditor, ns audit.Namespace, pod *corev1.Pod) (*explained, error) {
 	out := &explained{Namespace: ns.Name, LabelFrom: fromCluster, Templates: []string{}, Params: []explainedParam{},
-		Warnings: []string{}, Patch: []patchOp{}}
+		Warnings: []string{}, Patch: []manifest.PatchOp{}}
 	sel := a.Select(ns)
 	out.Label, out.excluded = sel.Label, sel.Reason == "namespace-excluded"
 	if sel.Profile == "" {

@@ -8,8 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	yaml "go.yaml.in/yaml/v3"
-
+	"github.com/graftdev/graft/internal/manifest"
 	"github.com/graftdev/graft/internal/names"
 )
 
@@ -80,7 +79,7 @@ func writeExplanationText(w io.Writer, ex *explained) error {
 		fmt.Fprintln(w, "  patch: none")
 		return nil
 	}
-	lines, err := patchYAML(ex.Patch, 4)
+	lines, err := manifest.PatchYAML(ex.Patch, 4)
 	if err != nil {
 		return err
 	}
@@ -107,28 +106,6 @@ func labelText(ex *explained) string {
 		return label + " (its Namespace in the cluster)"
 	}
 	return label + " (assumed: no Namespace object in the input, no --namespace-labels)"
-}
-
-// patchYAML renders ops as a YAML list, each op a mapping, indented.
-func patchYAML(ops []patchOp, indent int) ([]string, error) {
-	seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
-	for _, op := range ops {
-		m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-		m.Content = append(m.Content, strNode("op"), strNode(op.Op), strNode("path"), strNode(op.Path))
-		if op.From != "" {
-			m.Content = append(m.Content, strNode("from"), strNode(op.From))
-		}
-		if op.Value != nil {
-			v, err := jsonNode(op.Value)
-			if err != nil {
-				return nil, fmt.Errorf("engine patch: %w", err)
-			}
-			m.Content = append(m.Content, strNode("value"), v)
-		}
-		seq.Content = append(seq.Content, m)
-	}
-	l := layout{mapIndent: defaultIndent, seqIndent: defaultIndent, itemOffset: defaultIndent}
-	return l.sequenceLines(seq, indent)
 }
 
 func orNone(s string) string {

@@ -3,11 +3,11 @@ package main
 import (
 	"cmp"
 	"errors"
-	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/graftdev/graft/internal/manifest"
 )
 
 // offlineFlags are shared by the subcommands that run the engine offline.
@@ -28,8 +28,8 @@ type offlineFlags struct {
 // offlineRun is what inject and explain both start from.
 type offlineRun struct {
 	admitter *admitter
-	files    []*inputFile
-	docs     []*document
+	files    []*manifest.File
+	docs     []*manifest.Document
 	report   *reporter
 }
 
@@ -51,12 +51,12 @@ func (f *offlineFlags) open(cmd *cobra.Command, args []string) (*offlineRun, err
 	if err != nil {
 		return nil, err
 	}
-	files, err := readInputs(append(f.files, args...), f.recursive, cmd.InOrStdin())
+	files, err := manifest.ReadInputs(append(f.files, args...), f.recursive, cmd.InOrStdin())
 	if err != nil {
 		return nil, err
 	}
-	docs := allDocuments(files)
-	if !hasObjects(docs) {
+	docs := manifest.AllDocuments(files)
+	if !manifest.HasObjects(docs) {
 		return nil, errors.New("no objects in the input")
 	}
 	sel.defaultProfile, sel.profiles = engine.DefaultProfile(), engine.Profiles()
@@ -117,7 +117,7 @@ kube-inject's -o FILE is --output-file FILE here.`,
 				return err
 			}
 			if inPlace {
-				if err := checkInPlace(run.files); err != nil {
+				if err := manifest.CheckInPlace(run.files); err != nil {
 					return err
 				}
 			}
@@ -147,62 +147,17 @@ func checkInPlaceFlags(cmd *cobra.Command, inPlace bool, outputFile string) erro
 
 // writeManifests writes the rewritten manifests: in place, to
 // --output-file, or to stdout.
-func writeManifests(cmd *cobra.Command, files []*inputFile, format, outputFile string, inPlace bool) error {
+func writeManifests(cmd *cobra.Command, files []*manifest.File, format, outputFile string, inPlace bool) error {
 	if inPlace {
-		return writeInPlace(files)
+		return manifest.WriteInPlace(files)
 	}
-	out, err := encodeOutput(files, format)
+	out, err := manifest.Encode(files, format)
 	if err != nil {
 		return err
 	}
 	if outputFile != "" && outputFile != "-" {
-		return writeFiles([]fileWrite{{path: outputFile, data: out}})
+		return manifest.WriteFile(outputFile, out)
 	}
 	_, err = cmd.OutOrStdout().Write(out)
 	return err
-}
-
-// checkInPlace refuses inputs --in-place cannot rewrite: stdin, and a
-// file named twice.
-func checkInPlace(files []*inputFile) error {
-	seen := map[string]bool{}
-	for _, f := range files {
-		if f.path == "" {
-			return errors.New("--in-place cannot rewrite stdin")
-		}
-		real, err := filepath.EvalSymlinks(f.path)
-		if err != nil {
-			return plainPathError(err)
-		}
-		if abs, err := filepath.Abs(real); err == nil {
-			real = abs
-		}
-		if seen[real] {
-			return fmt.Errorf("--in-place: %s is given twice", f.path)
-		}
-		seen[real] = true
-		f.path = real
-	}
-	return nil
-}
-
-// writeInPlace rewrites the files graft changed, each in the format it
-// was read in.
-func writeInPlace(files []*inputFile) error {
-	var writes []fileWrite
-	for _, f := range files {
-		if !f.changed() {
-			continue
-		}
-		format := "yaml"
-		if f.json() {
-			format = "json"
-		}
-		out, err := encodeFile(f, format)
-		if err != nil {
-			return err
-		}
-		writes = append(writes, fileWrite{path: f.path, data: out, old: f.data})
-	}
-	return writeFiles(writes)
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	yaml "go.yaml.in/yaml/v3"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/manifest"
 )
 
 // offlineUID is the uid of every review graft builds offline; fixed so
@@ -43,8 +43,8 @@ type verdict struct {
 	decision  inject.Decision
 	reason    inject.Reason
 	templates []string
-	warnings  []string  // the webhook's
-	ops       []patchOp // the patch, on the document
+	warnings  []string           // the webhook's
+	ops       []manifest.PatchOp // the patch, on the document
 }
 
 // summary is the verdict in a few words, for the line about the object.
@@ -60,36 +60,11 @@ func (v verdict) summary() string {
 	return "not injected (" + v.decision.String() + ": " + v.reason.String() + ")"
 }
 
-// podJSON returns the Pod at spot as JSON: the object itself for a Pod, or
-// a Pod built from a workload's template.
-func podJSON(spot podSpot) ([]byte, error) {
-	if spot.isPod {
-		return nodeJSON(spot.holder)
-	}
-	meta := []byte("{}")
-	if m := mapGet(spot.holder, "metadata"); m != nil && m.Kind == yaml.MappingNode {
-		var err error
-		if meta, err = nodeJSON(m); err != nil {
-			return nil, err
-		}
-	}
-	spec, err := nodeJSON(mapGet(spot.holder, "spec"))
-	if err != nil {
-		return nil, err
-	}
-	pod := make([]byte, 0, len(meta)+len(spec)+64)
-	pod = append(pod, `{"apiVersion":"v1","kind":"Pod","metadata":`...)
-	pod = append(pod, meta...)
-	pod = append(pod, `,"spec":`...)
-	pod = append(pod, spec...)
-	return append(pod, '}'), nil
-}
-
 // review wraps pod into the AdmissionReview the API server would send.
-func (a *admitter) review(spot podSpot, ns string, pod []byte) ([]byte, error) {
+func (a *admitter) review(spot manifest.PodSpot, ns string, pod []byte) ([]byte, error) {
 	name := ""
-	if spot.isPod {
-		name = mapString(mapGet(spot.holder, "metadata"), "name")
+	if spot.IsPod {
+		name = manifest.MapString(manifest.MapGet(spot.Holder, "metadata"), "name")
 	}
 	gvk := metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
 	gvr := metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
@@ -114,7 +89,7 @@ func (a *admitter) review(spot podSpot, ns string, pod []byte) ([]byte, error) {
 
 // injectDocuments injects into every Pod of docs, in place, reporting
 // each object and every warning. It returns every document's errors.
-func injectDocuments(a *admitter, docs []*document, rep *reporter) error {
+func injectDocuments(a *admitter, docs []*manifest.Document, rep *reporter) error {
 	var errs []error
 	for _, d := range docs {
 		errs = append(errs, a.injectDocument(d, rep)...)
@@ -124,33 +99,33 @@ func injectDocuments(a *admitter, docs []*document, rep *reporter) error {
 
 // injectDocument injects into every Pod of d, in place. Errors name the
 // document.
-func (a *admitter) injectDocument(d *document, rep *reporter) []error {
-	spots, err := findPods(d)
+func (a *admitter) injectDocument(d *manifest.Document, rep *reporter) []error {
+	spots, err := manifest.FindPods(d)
 	if err != nil {
-		return []error{&docError{source: d.source, index: d.index, err: err}}
+		return []error{d.WrapError("", err)}
 	}
 	var errs []error
-	var ops []patchOp
+	var ops []manifest.PatchOp
 	for _, s := range spots {
-		if s.holder == nil {
+		if s.Holder == nil {
 			reportNoTemplate(d, s, rep)
 			continue
 		}
 		for _, w := range podWarnings(s) {
-			rep.warn(d, s.what, w)
+			rep.warn(d, s.What, w)
 		}
 		v, err := a.admit(s)
 		for _, w := range v.warnings {
-			rep.warn(d, s.what, w)
+			rep.warn(d, s.What, w)
 		}
 		if err != nil {
-			errs = append(errs, &docError{source: d.source, index: d.index, what: s.what, err: err})
+			errs = append(errs, d.WrapError(s.What, err))
 			continue
 		}
 		if v.sel.from == fromAssumed {
 			rep.note(a.sel.assumption(v.namespace))
 		}
-		rep.object(d, s.ref(), v.summary())
+		rep.object(d, s.Ref(), v.summary())
 		ops = append(ops, v.ops...)
 	}
 	if len(errs) > 0 || len(ops) == 0 {
@@ -161,32 +136,32 @@ func (a *admitter) injectDocument(d *document, rep *reporter) []error {
 
 // patchDocument applies ops to d, into its text if keepText and it can,
 // and notes when the document had to be written anew.
-func patchDocument(d *document, ops []patchOp, keepText bool, rep *reporter) []error {
-	why, err := d.patch(ops, keepText)
+func patchDocument(d *manifest.Document, ops []manifest.PatchOp, keepText bool, rep *reporter) []error {
+	why, err := d.Patch(ops, keepText)
 	if err != nil {
-		return []error{&docError{source: d.source, index: d.index, err: err}}
+		return []error{d.WrapError("", err)}
 	}
 	if why != "" {
-		rep.note(fmt.Sprintf("%s: document %d: written anew by the YAML encoder, not as an insertion into the text: %s", d.source, d.index, why))
+		rep.note(fmt.Sprintf("%s: document %d: written anew by the YAML encoder, not as an insertion into the text: %s", d.Source(), d.Index(), why))
 	}
 	return nil
 }
 
 // reportNoTemplate reports an object that carries Pods graft does not
 // inject into here.
-func reportNoTemplate(d *document, s podSpot, rep *reporter) {
-	if s.noTemplate != "" {
-		rep.object(d, s.ref(), s.noTemplate)
+func reportNoTemplate(d *manifest.Document, s manifest.PodSpot, rep *reporter) {
+	if s.NoTemplate != "" {
+		rep.object(d, s.Ref(), s.NoTemplate)
 		return
 	}
-	rep.warn(d, s.what, fmt.Sprintf("graft does not inject into a %s, whose Pod spec is at %s: the webhook injects its Pods when they are created, if their namespace is selected",
-		mapString(s.object, "kind"), s.foreign))
+	rep.warn(d, s.What, fmt.Sprintf("graft does not inject into a %s, whose Pod spec is at %s: the webhook injects its Pods when they are created, if their namespace is selected",
+		manifest.MapString(s.Object, "kind"), s.Foreign))
 }
 
 // admit runs the Pod at spot through the engine, as the webhook would be
 // called for it, and returns the verdict with the webhook's patch as ops
 // on the document.
-func (a *admitter) admit(spot podSpot) (verdict, error) {
+func (a *admitter) admit(spot manifest.PodSpot) (verdict, error) {
 	var v verdict
 	var body []byte
 	var err error
@@ -212,36 +187,26 @@ func (a *admitter) admit(spot podSpot) (verdict, error) {
 	if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
 		return v, errors.New("engine response: a patch without patchType JSONPatch")
 	}
-	v.ops, err = documentOps(spot, resp.Patch)
+	v.ops, err = spot.DocumentOps(resp.Patch)
 	return v, err
 }
 
 // request is the AdmissionReview the API server would send for the Pod at
 // spot, with the Pod's namespace and its selection; body is nil when the
 // namespace does not select graft.
-func (a *admitter) request(spot podSpot) (ns string, sel selection, body []byte, err error) {
+func (a *admitter) request(spot manifest.PodSpot) (ns string, sel selection, body []byte, err error) {
 	if ns, err = a.namespaceFor(spot); err != nil {
 		return "", sel, nil, err
 	}
 	if sel = a.sel.selectFor(ns); sel.profile == "" {
 		return ns, sel, nil, nil
 	}
-	pod, err := podJSON(spot)
+	pod, err := spot.PodJSON()
 	if err != nil {
 		return "", sel, nil, err
 	}
 	body, err = a.review(spot, ns, pod)
 	return ns, sel, body, err
-}
-
-// documentOps decodes the engine's patch of the Pod at spot into ops on
-// spot's document.
-func documentOps(spot podSpot, patch []byte) ([]patchOp, error) {
-	var podOps []patchOp
-	if err := json.Unmarshal(patch, &podOps); err != nil {
-		return nil, fmt.Errorf("engine patch: %w", err)
-	}
-	return objectOps(spot, podOps)
 }
 
 func decodeResponse(out []byte) (*admissionv1.AdmissionResponse, error) {
@@ -268,12 +233,12 @@ func denyMessage(resp *admissionv1.AdmissionResponse) string {
 // namespaceFor is the namespace the Pod would be created in: the object's,
 // else --namespace, else "default". Like kubectl, an object that names
 // another namespace than --namespace is an error.
-func (a *admitter) namespaceFor(spot podSpot) (string, error) {
+func (a *admitter) namespaceFor(spot manifest.PodSpot) (string, error) {
 	switch {
-	case spot.namespace != "" && a.namespace != "" && spot.namespace != a.namespace:
-		return "", fmt.Errorf("namespace %q of the object does not match --namespace %q", spot.namespace, a.namespace)
-	case spot.namespace != "":
-		return spot.namespace, nil
+	case spot.Namespace != "" && a.namespace != "" && spot.Namespace != a.namespace:
+		return "", fmt.Errorf("namespace %q of the object does not match --namespace %q", spot.Namespace, a.namespace)
+	case spot.Namespace != "":
+		return spot.Namespace, nil
 	case a.namespace != "":
 		return a.namespace, nil
 	}

@@ -2,13 +2,16 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/manifest"
 )
 
 // FuzzInject feeds arbitrary bytes through the whole inject pipeline with
@@ -66,22 +69,31 @@ func FuzzInject(f *testing.F) {
 // objectsJSON returns the JSON of every object of a stream graft wrote.
 func objectsJSON(t *testing.T, stream []byte) [][]byte {
 	t.Helper()
-	docs, err := parseDocuments("out", stream)
+	f, err := manifest.ParseFile("out", stream)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out [][]byte
-	for _, d := range docs {
-		if d.root() == nil {
+	for _, d := range manifest.AllDocuments([]*manifest.File{f}) {
+		if d.Root() == nil {
 			continue
 		}
-		js, err := nodeJSON(d.node)
+		js, err := manifest.NodeJSON(d.Root())
 		if err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, js)
 	}
 	return out
+}
+
+// jsonEqual reports whether two JSON documents hold the same value.
+func jsonEqual(a, b []byte) bool {
+	var va, vb any
+	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
 }
 
 // newTestEngine is the engine graft runs with by default.
@@ -101,15 +113,17 @@ func newTestEngine(tb testing.TB) *inject.Engine {
 // injectBytes is graft inject on one input file, in the default
 // configuration, quietly.
 func injectBytes(e *inject.Engine, data []byte, format string) ([]byte, error) {
-	docs, err := parseDocuments("in", data)
+	f, err := manifest.ParseFile("in", data)
 	if err != nil {
 		return nil, err
 	}
+	files := []*manifest.File{f}
+	docs := manifest.AllDocuments(files)
 	sel := &selector{defaultProfile: e.DefaultProfile(), profiles: e.Profiles(), assumed: e.DefaultProfile()}
 	sel.declareNamespaces(docs)
 	a := &admitter{engine: e, sel: sel, jsonOut: format == "json"}
 	if err := injectDocuments(a, docs, newReporter(io.Discard, true, docs)); err != nil {
 		return nil, err
 	}
-	return encodeFile(&inputFile{name: "in", data: data, docs: docs}, format)
+	return manifest.Encode(files, format)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/graftdev/graft/audit"
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/manifest"
 	"github.com/graftdev/graft/internal/names"
 )
 
@@ -88,17 +89,17 @@ func (s *selector) assumption(ns string) string {
 
 // declareNamespaces records the labels of every v1 Namespace in docs
 // (also inside a List).
-func (s *selector) declareNamespaces(docs []*document) {
+func (s *selector) declareNamespaces(docs []*manifest.Document) {
 	s.declared = map[string]map[string]string{}
 	var visit func(n *yaml.Node, depth int)
 	visit = func(n *yaml.Node, depth int) {
-		n = deref(n)
+		n = manifest.Deref(n)
 		if n == nil || n.Kind != yaml.MappingNode {
 			return
 		}
-		apiVersion, kind := mapString(n, "apiVersion"), mapString(n, "kind")
+		apiVersion, kind := manifest.MapString(n, "apiVersion"), manifest.MapString(n, "kind")
 		if apiVersion == "v1" && kind == "List" && depth == 0 {
-			if items := mapGet(n, "items"); items != nil {
+			if items := manifest.MapGet(n, "items"); items != nil {
 				for _, it := range items.Content {
 					visit(it, depth+1)
 				}
@@ -108,21 +109,21 @@ func (s *selector) declareNamespaces(docs []*document) {
 		if apiVersion != "v1" || kind != "Namespace" {
 			return
 		}
-		meta := mapGet(n, "metadata")
-		name := mapString(meta, "name")
+		meta := manifest.MapGet(n, "metadata")
+		name := manifest.MapString(meta, "name")
 		if name == "" {
 			return
 		}
 		labels := map[string]string{}
-		if l := mapGet(meta, "labels"); l != nil && l.Kind == yaml.MappingNode {
+		if l := manifest.MapGet(meta, "labels"); l != nil && l.Kind == yaml.MappingNode {
 			for i := 0; i+1 < len(l.Content); i += 2 {
-				labels[l.Content[i].Value] = mapString(l, l.Content[i].Value)
+				labels[l.Content[i].Value] = manifest.MapString(l, l.Content[i].Value)
 			}
 		}
 		s.declared[name] = labels
 	}
 	for _, d := range docs {
-		if r := d.root(); r != nil {
+		if r := d.Root(); r != nil {
 			visit(r, 0)
 		}
 	}

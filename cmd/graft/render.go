@@ -11,6 +11,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/manifest"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -100,7 +101,7 @@ func renderTemplate(set *templates.Set, name string, overrides map[string]string
 	if err := yaml.Unmarshal(text, &n); err != nil {
 		return nil, fmt.Errorf("template %s: rendered fragment: %w", name, err)
 	}
-	js, err := nodeJSON(&n)
+	js, err := manifest.NodeJSON(&n)
 	if err != nil {
 		return nil, fmt.Errorf("template %s: rendered fragment: %w", name, err)
 	}

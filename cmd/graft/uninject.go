@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/manifest"
 )
 
 func newUninjectCmd() *cobra.Command {
@@ -37,16 +38,16 @@ error. uninject of inject's output gives back inject's input.`,
 			if err := checkInPlaceFlags(cmd, inPlace, outputFile); err != nil {
 				return err
 			}
-			in, err := readInputs(append(files, args...), recursive, cmd.InOrStdin())
+			in, err := manifest.ReadInputs(append(files, args...), recursive, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
-			docs := allDocuments(in)
-			if !hasObjects(docs) {
+			docs := manifest.AllDocuments(in)
+			if !manifest.HasObjects(docs) {
 				return errors.New("no objects in the input")
 			}
 			if inPlace {
-				if err := checkInPlace(in); err != nil {
+				if err := manifest.CheckInPlace(in); err != nil {
 					return err
 				}
 			}
@@ -72,39 +73,39 @@ error. uninject of inject's output gives back inject's input.`,
 
 // uninjectDocument removes graft's parts from every Pod of d, in place.
 // Errors name the document.
-func uninjectDocument(d *document, rep *reporter, keepText bool) []error {
-	spots, err := findPods(d)
+func uninjectDocument(d *manifest.Document, rep *reporter, keepText bool) []error {
+	spots, err := manifest.FindPods(d)
 	if err != nil {
-		return []error{&docError{source: d.source, index: d.index, err: err}}
+		return []error{d.WrapError("", err)}
 	}
 	var errs []error
-	var ops []patchOp
+	var ops []manifest.PatchOp
 	for _, s := range spots {
-		if s.holder == nil {
+		if s.Holder == nil {
 			reportNoTemplate(d, s, rep)
 			continue
 		}
-		pod, err := podJSON(s)
+		pod, err := s.PodJSON()
 		if err != nil {
-			errs = append(errs, &docError{source: d.source, index: d.index, what: s.what, err: err})
+			errs = append(errs, d.WrapError(s.What, err))
 			continue
 		}
 		un, err := inject.Uninject(pod)
 		if err != nil {
-			errs = append(errs, &docError{source: d.source, index: d.index, what: s.what, err: err})
+			errs = append(errs, d.WrapError(s.What, err))
 			continue
 		}
 		if string(un.Patch) == "[]" {
-			rep.object(d, s.ref(), "no graft.dev/status: unchanged")
+			rep.object(d, s.Ref(), "no graft.dev/status: unchanged")
 			continue
 		}
-		o, err := documentOps(s, un.Patch)
+		o, err := s.DocumentOps(un.Patch)
 		if err != nil {
-			errs = append(errs, &docError{source: d.source, index: d.index, what: s.what, err: err})
+			errs = append(errs, d.WrapError(s.What, err))
 			continue
 		}
 		ops = append(ops, o...)
-		rep.object(d, s.ref(), "uninjected "+recordedTemplates(un.Status))
+		rep.object(d, s.Ref(), "uninjected "+recordedTemplates(un.Status))
 	}
 	if len(errs) > 0 || len(ops) == 0 {
 		return errs

@@ -1,4 +1,4 @@
-package main
+package manifest
 
 import (
 	"errors"
@@ -7,6 +7,58 @@ import (
 	"os"
 	"path/filepath"
 )
+
+// CheckInPlace refuses inputs that WriteInPlace cannot rewrite: stdin, and
+// a file named twice. It resolves each file's path, so that the rewrite
+// replaces the file a symbolic link points at rather than the link.
+func CheckInPlace(files []*File) error {
+	seen := map[string]bool{}
+	for _, f := range files {
+		if f.path == "" {
+			return errors.New("--in-place cannot rewrite stdin")
+		}
+		real, err := filepath.EvalSymlinks(f.path)
+		if err != nil {
+			return plainPathError(err)
+		}
+		if abs, err := filepath.Abs(real); err == nil {
+			real = abs
+		}
+		if seen[real] {
+			return fmt.Errorf("--in-place: %s is given twice", f.path)
+		}
+		seen[real] = true
+		f.path = real
+	}
+	return nil
+}
+
+// WriteInPlace rewrites the files graft changed, each in the format it
+// was read in, all or none (see writeFiles).
+func WriteInPlace(files []*File) error {
+	var writes []fileWrite
+	for _, f := range files {
+		if !f.changed() {
+			continue
+		}
+		format := "yaml"
+		if f.json() {
+			format = "json"
+		}
+		out, err := encodeFile(f, format)
+		if err != nil {
+			return err
+		}
+		writes = append(writes, fileWrite{path: f.path, data: out, old: f.data})
+	}
+	return writeFiles(writes)
+}
+
+// WriteFile replaces the file at path with data atomically: a failure
+// leaves it as it was.
+func WriteFile(path string, data []byte) error {
+	return writeFiles([]fileWrite{{path: path, data: data}})
+}
 
 // fileWrite is a file's new content, and what it held, if it matters.
 type fileWrite struct {

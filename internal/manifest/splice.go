@@ -1,4 +1,4 @@
-package main
+package manifest
 
 import (
 	"encoding/json"
@@ -22,8 +22,8 @@ import (
 // caller re-encodes the document instead. Callers also check that the
 // spliced text means exactly the patched document.
 
-// patchOp is one RFC 6902 operation.
-type patchOp struct {
+// PatchOp is one RFC 6902 operation.
+type PatchOp struct {
 	Op    string          `json:"op"`
 	Path  string          `json:"path"`
 	From  string          `json:"from,omitempty"`
@@ -33,7 +33,7 @@ type patchOp struct {
 // spliceOps applies ops to the document text, each on the text the ones
 // before it left. Consecutive adds of keys to one mapping (the
 // annotations a template sets) are written as one insertion.
-func spliceOps(text []byte, ops []patchOp) ([]byte, error) {
+func spliceOps(text []byte, ops []PatchOp) ([]byte, error) {
 	for len(ops) > 0 {
 		next, n, err := spliceOp(text, ops[:addsToOneParent(ops)])
 		if err != nil {
@@ -45,7 +45,7 @@ func spliceOps(text []byte, ops []patchOp) ([]byte, error) {
 }
 
 // addsToOneParent counts the adds at the start of ops under one parent.
-func addsToOneParent(ops []patchOp) int {
+func addsToOneParent(ops []PatchOp) int {
 	parent := func(p string) string { return p[:strings.LastIndexByte(p, '/')+1] }
 	n := 1
 	for n < len(ops) && ops[0].Op == "add" && ops[n].Op == "add" && ops[n].Path != "" && ops[0].Path != "" &&
@@ -76,7 +76,7 @@ type splicer struct {
 // spliceOp applies the first op of group, or all of them if they add new
 // keys to one block mapping, and says how many it applied. The ops of
 // group share their parent.
-func spliceOp(text []byte, group []patchOp) ([]byte, int, error) {
+func spliceOp(text []byte, group []PatchOp) ([]byte, int, error) {
 	op := group[0]
 	if op.Op != "add" && op.Op != "replace" {
 		return nil, 0, noSplice("op %q", op.Op)
@@ -116,7 +116,7 @@ func spliceOp(text []byte, group []patchOp) ([]byte, int, error) {
 		}
 		return e.apply(text), len(group), nil
 	case i >= 0:
-		e, err = s.rewriteFlow(path, i, patchOp{Op: op.Op, Path: pointer(tokens[i:]), Value: op.Value})
+		e, err = s.rewriteFlow(path, i, PatchOp{Op: op.Op, Path: pointer(tokens[i:]), Value: op.Value})
 	default:
 		var value *yaml.Node
 		if value, err = jsonNode(op.Value); err == nil {
@@ -155,7 +155,7 @@ func (s *splicer) edit(path []*yaml.Node, last, op string, value *yaml.Node) (te
 		}
 		return s.replace(parent.Content[idx], parent, nil, value)
 	}
-	return textEdit{}, fmt.Errorf("%s is not a collection", kindName(parent))
+	return textEdit{}, fmt.Errorf("%s is not a collection", KindName(parent))
 }
 
 // addEntry adds key: value to the block mapping m: after its last entry,
@@ -177,7 +177,7 @@ func (s *splicer) addEntry(m *yaml.Node, key string, value *yaml.Node) (textEdit
 // newKeys reports whether the adds are of distinct new keys to the block
 // mapping at the end of path (and none a template's metadata, which
 // goes elsewhere).
-func (s *splicer) newKeys(path []*yaml.Node, adds []patchOp) bool {
+func (s *splicer) newKeys(path []*yaml.Node, adds []PatchOp) bool {
 	m := path[len(path)-1]
 	if firstFlow(path) >= 0 || m.Kind != yaml.MappingNode || len(m.Content) == 0 {
 		return false
@@ -199,7 +199,7 @@ func (s *splicer) newKeys(path []*yaml.Node, adds []patchOp) bool {
 
 // addEntries adds the keys of several adds to the block mapping m, in one
 // insertion after its last entry.
-func (s *splicer) addEntries(m *yaml.Node, adds []patchOp) (textEdit, error) {
+func (s *splicer) addEntries(m *yaml.Node, adds []PatchOp) (textEdit, error) {
 	l := layoutNear(s.t, m, s.root)
 	var lines []string
 	for _, op := range adds {
@@ -335,13 +335,13 @@ func (s *splicer) insertAfter(line int, lines []string) textEdit {
 // collection on the way to the op's target, and writes that collection
 // anew: in block style where the op changed it, what did not change
 // written as before.
-func (s *splicer) rewriteFlow(path []*yaml.Node, i int, op patchOp) (textEdit, error) {
+func (s *splicer) rewriteFlow(path []*yaml.Node, i int, op PatchOp) (textEdit, error) {
 	f := path[i]
-	before, err := nodeJSON(f)
+	before, err := NodeJSON(f)
 	if err != nil {
 		return textEdit{}, err
 	}
-	after, err := applyOps(before, []patchOp{op})
+	after, err := applyOps(before, []PatchOp{op})
 	if err != nil {
 		return textEdit{}, err
 	}

@@ -1,4 +1,4 @@
-package main
+package manifest
 
 import (
 	"bytes"
@@ -98,7 +98,7 @@ spec:
 			if err := yaml.Unmarshal([]byte(pod), &doc); err != nil {
 				t.Fatal(err)
 			}
-			js, err := nodeJSON(&doc)
+			js, err := NodeJSON(&doc)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +129,7 @@ spec:
 			if err := yaml.Unmarshal(buf.Bytes(), &back); err != nil {
 				t.Fatal(err)
 			}
-			got, _ := nodeJSON(&back)
+			got, _ := NodeJSON(&back)
 			if !jsonpatch.Equal(got, patched) {
 				t.Errorf("output means\n%s\nwant\n%s", got, patched)
 			}

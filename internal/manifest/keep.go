@@ -1,4 +1,4 @@
-package main
+package manifest
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ func keepOriginal(orig, updated *yaml.Node) *yaml.Node {
 	if sameValue(orig, updated) {
 		return orig
 	}
-	o := deref(orig)
+	o := Deref(orig)
 	switch {
 	case o.Kind == yaml.MappingNode && updated.Kind == yaml.MappingNode:
 		out := &yaml.Node{Kind: yaml.MappingNode, Tag: updated.Tag}
@@ -57,14 +57,14 @@ func keepElement(elems []*yaml.Node, used []bool, i int, v *yaml.Node) *yaml.Nod
 			return e
 		}
 	}
-	name := mapString(v, "name")
+	name := MapString(v, "name")
 	for j, e := range elems {
-		if !used[j] && name != "" && mapString(e, "name") == name {
+		if !used[j] && name != "" && MapString(e, "name") == name {
 			used[j] = true
 			return keepOriginal(e, v)
 		}
 	}
-	if name == "" && i < len(elems) && !used[i] && mapString(elems[i], "name") == "" {
+	if name == "" && i < len(elems) && !used[i] && MapString(elems[i], "name") == "" {
 		used[i] = true
 		return keepOriginal(elems[i], v)
 	}
@@ -87,11 +87,11 @@ func keepComments(dst, src *yaml.Node) {
 
 // sameValue reports whether a and b hold the same JSON value.
 func sameValue(a, b *yaml.Node) bool {
-	ja, err := nodeJSON(a)
+	ja, err := NodeJSON(a)
 	if err != nil {
 		return false
 	}
-	jb, err := nodeJSON(b)
+	jb, err := NodeJSON(b)
 	if err != nil {
 		return false
 	}

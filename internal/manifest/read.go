@@ -1,4 +1,11 @@
-package main
+// Package manifest reads, edits and writes Kubernetes manifests: streams
+// of YAML documents or JSON values, from files, directories or stdin. It
+// finds the Pods and Pod templates in them, applies a JSONPatch to a
+// document by splicing the change into the document's own text (so
+// comments, quoting, key order and layout stay as written), and writes
+// the result back, to stdout or atomically to files. It knows nothing of
+// the engine: patches come in as RFC 6902 operations.
+package manifest
 
 import (
 	"bytes"
@@ -21,8 +28,8 @@ import (
 // to 3 MiB; a file of many is allowed more).
 const maxManifestBytes = 32 << 20
 
-// document is one object of the input.
-type document struct {
+// Document is one object of the input.
+type Document struct {
 	source string // file name, or <stdin>
 	index  int    // 1-based position in source, counting empty documents
 	node   *yaml.Node
@@ -33,39 +40,52 @@ type document struct {
 	json    bool // read from a stream of JSON values
 }
 
-// inputFile is one input, a file or stdin, with its documents.
-type inputFile struct {
+// File is one input, a file or stdin, with its documents.
+type File struct {
 	name string // as messages show it: the path, or <stdin>
 	path string // the file --in-place rewrites; "" for stdin
 	data []byte // the bytes read
 	bom  bool   // data starts with a UTF-8 byte order mark
-	docs []*document
+	docs []*Document
 }
 
 // changed reports whether graft changed any of the file's documents.
-func (f *inputFile) changed() bool {
-	return slices.ContainsFunc(f.docs, func(d *document) bool { return d.changed })
+func (f *File) changed() bool {
+	return slices.ContainsFunc(f.docs, func(d *Document) bool { return d.changed })
 }
 
 // json reports whether the file was read as a stream of JSON values.
-func (f *inputFile) json() bool { return len(f.docs) > 0 && f.docs[0].json }
+func (f *File) json() bool { return len(f.docs) > 0 && f.docs[0].json }
 
-// allDocuments returns the documents of files, in order.
-func allDocuments(files []*inputFile) []*document {
-	var docs []*document
+// AllDocuments returns the documents of files, in order.
+func AllDocuments(files []*File) []*Document {
+	var docs []*Document
 	for _, f := range files {
 		docs = append(docs, f.docs...)
 	}
 	return docs
 }
 
-// hasObjects reports whether any document holds something.
-func hasObjects(docs []*document) bool {
-	return slices.ContainsFunc(docs, func(d *document) bool { return d.root() != nil })
+// HasObjects reports whether any document holds something.
+func HasObjects(docs []*Document) bool {
+	return slices.ContainsFunc(docs, func(d *Document) bool { return d.Root() != nil })
 }
 
-// root is the document's top-level node, or nil for an empty document.
-func (d *document) root() *yaml.Node {
+// Source is the file the document was read from, or <stdin>.
+func (d *Document) Source() string { return d.source }
+
+// Index is the document's 1-based position in its source, counting empty
+// documents.
+func (d *Document) Index() int { return d.index }
+
+// WrapError returns err as an error that names the document's source and
+// position, and what (the object: "Deployment web") unless empty.
+func (d *Document) WrapError(what string, err error) error {
+	return &docError{source: d.source, index: d.index, what: what, err: err}
+}
+
+// Root is the document's top-level node, or nil for an empty document.
+func (d *Document) Root() *yaml.Node {
 	if d.node == nil || len(d.node.Content) == 0 {
 		return nil
 	}
@@ -100,14 +120,14 @@ func (e *docError) Error() string {
 
 func (e *docError) Unwrap() error { return e.err }
 
-// readInputs reads every document of every input, in order. An input is
+// ReadInputs reads every document of every input, in order. An input is
 // a file, a directory (its *.yaml, *.yml and *.json files, sorted by name;
 // with recursive, those of its subdirectories too) or "-" for stdin.
-func readInputs(inputs []string, recursive bool, stdin io.Reader) ([]*inputFile, error) {
+func ReadInputs(inputs []string, recursive bool, stdin io.Reader) ([]*File, error) {
 	if len(inputs) == 0 {
 		return nil, errors.New("no input: name files or directories, or - for stdin (also with -f)")
 	}
-	var files []*inputFile
+	var files []*File
 	stdinRead := false
 	for _, in := range inputs {
 		paths, err := expandInput(in, recursive)
@@ -115,28 +135,40 @@ func readInputs(inputs []string, recursive bool, stdin io.Reader) ([]*inputFile,
 			return nil, plainPathError(err)
 		}
 		for _, p := range paths {
-			f := &inputFile{name: p, path: p}
+			name, path := p, p
+			var data []byte
 			if p == "-" {
 				if stdinRead {
 					return nil, errors.New("- (stdin) is given twice")
 				}
 				stdinRead = true
-				f.name, f.path = "<stdin>", ""
-				f.data, err = bounded.Read(stdin, f.name, maxManifestBytes)
+				name, path = "<stdin>", ""
+				data, err = bounded.Read(stdin, name, maxManifestBytes)
 			} else {
-				f.data, err = bounded.ReadFile(p, maxManifestBytes)
+				data, err = bounded.ReadFile(p, maxManifestBytes)
 			}
 			if err != nil {
 				return nil, plainPathError(err)
 			}
-			f.bom = bytes.HasPrefix(f.data, utf8BOM)
-			if f.docs, err = parseDocuments(f.name, f.data); err != nil {
+			f, err := ParseFile(name, data)
+			if err != nil {
 				return nil, err
 			}
+			f.path = path
 			files = append(files, f)
 		}
 	}
 	return files, nil
+}
+
+// ParseFile reads data, named name in messages, as ReadInputs reads a
+// file: its documents, and what writing it back needs.
+func ParseFile(name string, data []byte) (*File, error) {
+	docs, err := parseDocuments(name, data)
+	if err != nil {
+		return nil, err
+	}
+	return &File{name: name, data: data, bom: bytes.HasPrefix(data, utf8BOM), docs: docs}, nil
 }
 
 func expandInput(in string, recursive bool) ([]string, error) {
@@ -196,7 +228,7 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 // parseDocuments splits data into documents: a stream of JSON values, or
 // multi-document YAML (which also covers a single JSON object).
-func parseDocuments(source string, data []byte) ([]*document, error) {
+func parseDocuments(source string, data []byte) ([]*Document, error) {
 	data = bytes.TrimPrefix(data, utf8BOM)
 	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '{' {
 		if docs, err := parseJSONStream(source, t); err == nil {
@@ -207,7 +239,7 @@ func parseDocuments(source string, data []byte) ([]*document, error) {
 		}
 		// Not JSON from the start: maybe a YAML flow mapping; let YAML say.
 	}
-	var docs []*document
+	var docs []*Document
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for i := 1; ; i++ {
 		var n yaml.Node
@@ -218,13 +250,13 @@ func parseDocuments(source string, data []byte) ([]*document, error) {
 		if err != nil {
 			return nil, &docError{source: source, index: i, err: fmt.Errorf("invalid YAML: %w", err)}
 		}
-		doc := &document{source: source, index: i, node: &n}
+		doc := &Document{source: source, index: i, node: &n}
 		// Check the document converts to JSON (duplicate keys, merge keys,
 		// .inf...) now, so later steps cannot meet a broken document.
 		if err := checkExpansion(&n); err != nil {
 			return nil, &docError{source: source, index: i, err: fmt.Errorf("invalid YAML: %w", err)}
 		}
-		if _, err := nodeJSON(&n); err != nil {
+		if _, err := NodeJSON(&n); err != nil {
 			return nil, &docError{source: source, index: i, err: fmt.Errorf("invalid YAML: %w", err)}
 		}
 		docs = append(docs, doc)
@@ -239,9 +271,9 @@ func parseDocuments(source string, data []byte) ([]*document, error) {
 
 // parseJSONStream reads concatenated JSON values. On error it returns the
 // documents read so far with the error.
-func parseJSONStream(source string, data []byte) ([]*document, error) {
+func parseJSONStream(source string, data []byte) ([]*Document, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	var docs []*document
+	var docs []*Document
 	for i := 1; ; i++ {
 		var raw json.RawMessage
 		err := dec.Decode(&raw)
@@ -251,7 +283,7 @@ func parseJSONStream(source string, data []byte) ([]*document, error) {
 		if err == nil {
 			var n *yaml.Node
 			if n, err = jsonNode(raw); err == nil {
-				docs = append(docs, &document{source: source, index: i, json: true, node: &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{n}}})
+				docs = append(docs, &Document{source: source, index: i, json: true, node: &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{n}}})
 				continue
 			}
 		}

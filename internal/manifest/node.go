@@ -1,4 +1,4 @@
-package main
+package manifest
 
 import (
 	"bytes"
@@ -96,10 +96,10 @@ func copyNode(n *yaml.Node) *yaml.Node {
 	return &c
 }
 
-// nodeJSON returns n as compact JSON, with keys in document order. Scalars
+// NodeJSON returns n as compact JSON, with keys in document order. Scalars
 // are typed as kubectl types them (YAML 1.1: plain yes/no/on/off are
 // booleans), so the engine sees what the API server would.
-func nodeJSON(n *yaml.Node) ([]byte, error) {
+func NodeJSON(n *yaml.Node) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := appendNodeJSON(&buf, n, 0); err != nil {
 		return nil, err
@@ -236,31 +236,31 @@ func appendJSONString(buf *bytes.Buffer, s string) {
 	buf.Truncate(buf.Len() - 1)
 }
 
-// mapGet returns the value of key in mapping m, or nil.
-func mapGet(m *yaml.Node, key string) *yaml.Node {
-	m = deref(m)
+// MapGet returns the value of key in mapping m, or nil.
+func MapGet(m *yaml.Node, key string) *yaml.Node {
+	m = Deref(m)
 	if m == nil || m.Kind != yaml.MappingNode {
 		return nil
 	}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == key {
-			return deref(m.Content[i+1])
+			return Deref(m.Content[i+1])
 		}
 	}
 	return nil
 }
 
-// mapString returns the string value of key in m, or "": also for a
+// MapString returns the string value of key in m, or "": also for a
 // plain y, yes, on..., which kubectl reads as a boolean (see nodeJSON).
-func mapString(m *yaml.Node, key string) string {
-	if v := mapGet(m, key); v != nil && isJSONString(v) {
+func MapString(m *yaml.Node, key string) string {
+	if v := MapGet(m, key); v != nil && IsJSONString(v) {
 		return v.Value
 	}
 	return ""
 }
 
-// isJSONString reports whether n is a string to kubectl (and nodeJSON).
-func isJSONString(n *yaml.Node) bool {
+// IsJSONString reports whether n is a string to kubectl (and nodeJSON).
+func IsJSONString(n *yaml.Node) bool {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
 		return false
 	}
@@ -268,16 +268,16 @@ func isJSONString(n *yaml.Node) bool {
 	return !isBool || n.Style != 0
 }
 
-func deref(n *yaml.Node) *yaml.Node {
+func Deref(n *yaml.Node) *yaml.Node {
 	for n != nil && n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
 	return n
 }
 
-// kindName names a node's kind for messages.
-func kindName(n *yaml.Node) string {
-	switch deref(n).Kind {
+// KindName names a node's kind for messages.
+func KindName(n *yaml.Node) string {
+	switch Deref(n).Kind {
 	case yaml.MappingNode:
 		return "a mapping"
 	case yaml.SequenceNode:

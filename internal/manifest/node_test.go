@@ -1,4 +1,4 @@
-package main
+package manifest
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ func TestNodeJSONTypesScalarsAsKubectl(t *testing.T) {
 			if err := yaml.Unmarshal([]byte(tt.yaml), &n); err != nil {
 				t.Fatal(err)
 			}
-			got, err := nodeJSON(&n)
+			got, err := NodeJSON(&n)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,7 +58,7 @@ func TestNodeJSONRejects(t *testing.T) {
 			if err := yaml.Unmarshal([]byte(tt.yaml), &n); err != nil {
 				t.Fatal(err)
 			}
-			_, err := nodeJSON(&n)
+			_, err := NodeJSON(&n)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want it to contain %q", err, tt.want)
 			}
@@ -109,7 +109,7 @@ func TestJSONNodeRoundTrip(t *testing.T) {
 		if err := yaml.Unmarshal(buf.Bytes(), &back); err != nil {
 			t.Fatalf("%s: re-read %q: %v", in, buf.String(), err)
 		}
-		got, err := nodeJSON(&back)
+		got, err := NodeJSON(&back)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,9 +150,9 @@ func TestExpandAliasesUnshares(t *testing.T) {
 	if err := yaml.Unmarshal([]byte("a: &c {k: [1, &i {x: 1}]}\nb: *c\nc: [*i, *c]\n"), &n); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := nodeJSON(&n)
+	before, _ := NodeJSON(&n)
 	expandAliases(&n)
-	after, err := nodeJSON(&n)
+	after, err := NodeJSON(&n)
 	if err != nil || string(after) != string(before) {
 		t.Fatalf("value changed: %s -> %s (%v)", before, after, err)
 	}

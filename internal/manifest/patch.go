@@ -1,4 +1,4 @@
-package main
+package manifest
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 
 // applyOps applies RFC 6902 ops to a JSON document with the patch library
 // the API server uses.
-func applyOps(doc []byte, ops []patchOp) ([]byte, error) {
+func applyOps(doc []byte, ops []PatchOp) ([]byte, error) {
 	raw, err := json.Marshal(ops)
 	if err != nil {
 		return nil, err
@@ -30,14 +30,24 @@ func applyOps(doc []byte, ops []patchOp) ([]byte, error) {
 	return out, nil
 }
 
+// DocumentOps decodes the engine's patch of the Pod at s (RFC 6902 JSON)
+// into ops on s's document.
+func (s PodSpot) DocumentOps(podPatch []byte) ([]PatchOp, error) {
+	var podOps []PatchOp
+	if err := json.Unmarshal(podPatch, &podOps); err != nil {
+		return nil, fmt.Errorf("engine patch: %w", err)
+	}
+	return objectOps(s, podOps)
+}
+
 // objectOps turns the engine's patch of the Pod at spot into ops on the
 // spot's document: paths under the Pod template's pointer, and the
 // template's metadata created by the first op that needs it (the engine
 // saw the template as a Pod, which always has metadata).
-func objectOps(spot podSpot, podOps []patchOp) ([]patchOp, error) {
-	out := make([]patchOp, 0, len(podOps))
-	meta := mapGet(spot.holder, "metadata")
-	hasMeta := spot.isPod || (meta != nil && meta.Kind == yaml.MappingNode)
+func objectOps(spot PodSpot, podOps []PatchOp) ([]PatchOp, error) {
+	out := make([]PatchOp, 0, len(podOps))
+	meta := MapGet(spot.Holder, "metadata")
+	hasMeta := spot.IsPod || (meta != nil && meta.Kind == yaml.MappingNode)
 	for _, op := range podOps {
 		path := op.Path
 		op.Path = spot.pointer + path
@@ -55,7 +65,7 @@ func objectOps(spot podSpot, podOps []patchOp) ([]patchOp, error) {
 			v.WriteByte(':')
 			v.Write(op.Value)
 			v.WriteByte('}')
-			op = patchOp{Op: "add", Path: spot.pointer + "/metadata", Value: v.Bytes()}
+			op = PatchOp{Op: "add", Path: spot.pointer + "/metadata", Value: v.Bytes()}
 		}
 		if strings.HasPrefix(path, "/metadata") {
 			hasMeta = true
@@ -65,12 +75,12 @@ func objectOps(spot podSpot, podOps []patchOp) ([]patchOp, error) {
 	return out, nil
 }
 
-// patch applies ops to d. The text gets the change spliced in; where a
+// Patch applies ops to d. The text gets the change spliced in; where a
 // splice cannot express it, or would not mean exactly the patched
-// document, the document is re-encoded, and patch says why. Without
+// document, the document is re-encoded, and Patch says why. Without
 // keepText (the output is JSON), the text is dropped instead.
-func (d *document) patch(ops []patchOp, keepText bool) (reencoded string, err error) {
-	before, err := nodeJSON(d.node)
+func (d *Document) Patch(ops []PatchOp, keepText bool) (reencoded string, err error) {
+	before, err := NodeJSON(d.node)
 	if err != nil {
 		return "", err
 	}
@@ -105,8 +115,8 @@ func (d *document) patch(ops []patchOp, keepText bool) (reencoded string, err er
 	// one shared through a YAML alias would show the edit wherever the
 	// alias points, so unshare them first (the meaning is the same).
 	expandAliases(d.node)
-	d.node = &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{keepOriginal(d.root(), updated)}}
-	metadataFirst(d.root(), ops)
+	d.node = &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{keepOriginal(d.Root(), updated)}}
+	metadataFirst(d.Root(), ops)
 	if d.text == nil {
 		return reencoded, nil
 	}
@@ -127,7 +137,7 @@ func sameMeaning(text, want []byte) error {
 	if err := yaml.Unmarshal(text, &n); err != nil {
 		return fmt.Errorf("%w: the result does not parse: %w", errNoSplice, err)
 	}
-	got, err := nodeJSON(&n)
+	got, err := NodeJSON(&n)
 	if err != nil {
 		return fmt.Errorf("%w: the result: %w", errNoSplice, err)
 	}
@@ -200,7 +210,7 @@ func reencode(orig []byte, node *yaml.Node) ([]byte, error) {
 
 // metadataFirst moves the metadata that ops created for a Pod template
 // where it usually is, first, as the splicer puts it before spec.
-func metadataFirst(root *yaml.Node, ops []patchOp) {
+func metadataFirst(root *yaml.Node, ops []PatchOp) {
 	for _, op := range ops {
 		toks, err := pointerTokens(op.Path)
 		if err != nil || op.Op != "add" || len(toks) == 0 || toks[len(toks)-1] != "metadata" {
@@ -223,4 +233,27 @@ func metadataFirst(root *yaml.Node, ops []patchOp) {
 			}
 		}
 	}
+}
+
+// PatchYAML renders ops as the lines of a YAML list, each op a mapping,
+// the dashes at indent: how graft explain shows a patch.
+func PatchYAML(ops []PatchOp, indent int) ([]string, error) {
+	seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+	for _, op := range ops {
+		m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		m.Content = append(m.Content, strNode("op"), strNode(op.Op), strNode("path"), strNode(op.Path))
+		if op.From != "" {
+			m.Content = append(m.Content, strNode("from"), strNode(op.From))
+		}
+		if op.Value != nil {
+			v, err := jsonNode(op.Value)
+			if err != nil {
+				return nil, fmt.Errorf("engine patch: %w", err)
+			}
+			m.Content = append(m.Content, strNode("value"), v)
+		}
+		seq.Content = append(seq.Content, m)
+	}
+	l := layout{mapIndent: defaultIndent, seqIndent: defaultIndent, itemOffset: defaultIndent}
+	return l.sequenceLines(seq, indent)
 }

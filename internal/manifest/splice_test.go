@@ -1,4 +1,4 @@
-package main
+package manifest
 
 import (
 	"encoding/json"
@@ -9,9 +9,9 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 )
 
-func ops(t *testing.T, js string) []patchOp {
+func ops(t *testing.T, js string) []PatchOp {
 	t.Helper()
-	var out []patchOp
+	var out []PatchOp
 	if err := json.Unmarshal([]byte(js), &out); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestSpliceOps(t *testing.T) {
 			if err := yaml.Unmarshal([]byte(tt.in), &n); err != nil {
 				t.Fatal(err)
 			}
-			before, err := nodeJSON(&n)
+			before, err := NodeJSON(&n)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -203,7 +203,7 @@ func TestPatchReencodesWhatCannotBeSpliced(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := docs[0]
-	why, err := d.patch(ops(t, `[{"op":"add","path":"/spec/containers/-","value":{"name":"b"}},{"op":"remove","path":"/spec/containers/0/image"}]`), true)
+	why, err := d.Patch(ops(t, `[{"op":"add","path":"/spec/containers/-","value":{"name":"b"}},{"op":"remove","path":"/spec/containers/0/image"}]`), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestPatchReencodesWhatCannotBeSpliced(t *testing.T) {
 	if err := yaml.Unmarshal(d.text, &n); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := nodeJSON(&n)
+	got, _ := NodeJSON(&n)
 	if !jsonEqual(got, []byte(`{"spec":{"labels":{"app":"web"},"selector":{"app":"web"},"containers":[{"name":"app"},{"name":"b"}]}}`)) {
 		t.Errorf("means %s", got)
 	}

@@ -1,17 +1,16 @@
-package main
+package manifest
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 )
 
-// encodeOutput renders the documents of every file as one stream, in
+// Encode renders the documents of every file as one stream, in
 // order: what stdout and --output-file get.
-func encodeOutput(files []*inputFile, format string) ([]byte, error) {
+func Encode(files []*File, format string) ([]byte, error) {
 	var buf bytes.Buffer
 	for i, f := range files {
 		b, err := encodeFile(f, format)
@@ -32,7 +31,7 @@ func encodeOutput(files []*inputFile, format string) ([]byte, error) {
 // encodeFile renders one file's documents in format. As YAML, a file
 // graft did not change is its bytes as read, and one it changed differs
 // only in what graft changed.
-func encodeFile(f *inputFile, format string) ([]byte, error) {
+func encodeFile(f *File, format string) ([]byte, error) {
 	if format == "yaml" && !f.json() && !f.changed() {
 		return f.data, nil
 	}
@@ -51,7 +50,7 @@ func encodeFile(f *inputFile, format string) ([]byte, error) {
 // with text is written as its text, separators and comments included;
 // one without (read from JSON) by the YAML encoder. Empty documents have
 // no JSON and are left out of it.
-func encodeDocuments(buf *bytes.Buffer, docs []*document, format string) error {
+func encodeDocuments(buf *bytes.Buffer, docs []*Document, format string) error {
 	switch format {
 	case "yaml":
 		start := buf.Len()
@@ -60,7 +59,7 @@ func encodeDocuments(buf *bytes.Buffer, docs []*document, format string) error {
 				buf.Write(d.text)
 				continue
 			}
-			if d.root() == nil {
+			if d.Root() == nil {
 				continue
 			}
 			if buf.Len() > start {
@@ -77,10 +76,10 @@ func encodeDocuments(buf *bytes.Buffer, docs []*document, format string) error {
 		}
 	case "json":
 		for _, d := range docs {
-			if d.root() == nil {
+			if d.Root() == nil {
 				continue
 			}
-			js, err := nodeJSON(d.node)
+			js, err := NodeJSON(d.node)
 			if err == nil {
 				err = json.Indent(buf, js, "", "  ")
 			}
@@ -124,20 +123,4 @@ func startsWithMarker(text []byte) bool {
 		text = rest
 	}
 	return false
-}
-
-// checkFormat checks an -o value. -o is the format, as in kubectl; a
-// value that looks like a file name gets a pointer to --output-file
-// (istioctl kube-inject's -o names the output file).
-func checkFormat(format string, allowed ...string) error {
-	for _, a := range allowed {
-		if format == a {
-			return nil
-		}
-	}
-	err := fmt.Errorf("-o %s: want one of %v", format, allowed)
-	if strings.ContainsAny(format, "./\\") {
-		err = fmt.Errorf("%w (-o is the output format, as in kubectl; to write a file, use --output-file %s)", err, format)
-	}
-	return err
 }

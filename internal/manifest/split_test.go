@@ -1,4 +1,4 @@
-package main
+package manifest
 
 import (
 	"bytes"
@@ -57,8 +57,8 @@ func TestSplitYAMLTextFollowsTheDecoder(t *testing.T) {
 			if err := yaml.Unmarshal(got[i], &alone); err != nil {
 				t.Fatalf("%q: document %d alone: %v", tt.in, i+1, err)
 			}
-			a, _ := nodeJSON(&n)
-			b, _ := nodeJSON(&alone)
+			a, _ := NodeJSON(&n)
+			b, _ := NodeJSON(&alone)
 			if !bytes.Equal(a, b) {
 				t.Errorf("%q: document %d: decoder %s, text alone %s", tt.in, i+1, a, b)
 			}
