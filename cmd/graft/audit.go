@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/graftdev/graft/audit"
+	"github.com/graftdev/graft/internal/offline"
 )
 
 // exitFound is audit's exit code when a Pod is in a --fail-on class (1 is
@@ -92,7 +93,7 @@ func runAudit(cmd *cobra.Command, f *auditFlags) error {
 	if err != nil {
 		return fmt.Errorf("--fail-on: %w", err)
 	}
-	engine, err := newOfflineEngine(f.config, f.templatesDir, "", "")
+	engine, err := offline.NewEngine(f.config, f.templatesDir, "", "")
 	if err != nil {
 		return err
 	}

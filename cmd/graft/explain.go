@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
-	"errors"
+	"context"
+	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/graftdev/graft/inject"
-	"github.com/graftdev/graft/internal/manifest"
+	"github.com/graftdev/graft/internal/offline"
 )
 
 func newExplainCmd() *cobra.Command {
@@ -40,46 +42,11 @@ a Pod it adds what graft audit says of it.`,
 			if err != nil {
 				return err
 			}
-			var out bytes.Buffer
-			var errs []error
-			n := 0
-			for _, d := range run.docs {
-				spots, err := manifest.FindPods(d)
-				if err != nil {
-					errs = append(errs, d.WrapError("", err))
-					continue
-				}
-				for _, s := range spots {
-					if s.Foreign != "" {
-						reportNoTemplate(d, s, run.report)
-						continue
-					}
-					ex, err := run.admitter.explain(d, s, run.report)
-					if err != nil {
-						errs = append(errs, d.WrapError(s.What, err))
-						continue
-					}
-					if f.output == "json" {
-						err = writeExplanationJSON(&out, ex)
-					} else {
-						if n > 0 {
-							out.WriteByte('\n')
-						}
-						err = writeExplanationText(&out, ex)
-					}
-					if err != nil {
-						return err
-					}
-					n++
-				}
+			out, err := run.Explain(f.output == "json")
+			if err != nil {
+				return err
 			}
-			if len(errs) > 0 {
-				return errors.Join(errs...)
-			}
-			if n == 0 {
-				return errors.New("no Pods or Pod templates in the input")
-			}
-			_, err = cmd.OutOrStdout().Write(out.Bytes())
+			_, err = cmd.OutOrStdout().Write(out)
 			return err
 		},
 	}
@@ -88,99 +55,50 @@ a Pod it adds what graft audit says of it.`,
 	return cmd
 }
 
-// explained is one Pod's explanation, as -o json prints it.
-type explained struct {
-	Source    string `json:"source"`
-	Document  int    `json:"document"`
-	Object    string `json:"object"`
-	Namespace string `json:"namespace"`
-	// Label is the namespace's graft.dev/inject value; LabelFrom says
-	// where the namespace's labels came from (see selection).
-	Label     string             `json:"label"`
-	LabelFrom string             `json:"labelFrom"`
-	Decision  string             `json:"decision"`
-	Reason    string             `json:"reason"`
-	Profile   string             `json:"profile"`
-	Revision  string             `json:"revision"`
-	Tag       string             `json:"tag,omitempty"`
-	Templates []string           `json:"templates"`
-	Params    []explainedParam   `json:"params"`
-	Warnings  []string           `json:"warnings"`
-	Message   string             `json:"message,omitempty"`
-	Patch     []manifest.PatchOp `json:"patch"`
-	// Audit is a live Pod's audit class (graft explain pod/NAME).
-	Audit    *explainedAudit `json:"audit,omitempty"`
-	excluded bool            // the namespace is never injected
-}
-
-// explainedAudit is what graft audit says of a live Pod.
-type explainedAudit struct {
-	Class    string `json:"class"`
-	Cause    string `json:"cause,omitempty"`
-	Revision string `json:"revision,omitempty"`
-	Detail   string `json:"detail,omitempty"`
-}
-
-type explainedParam struct {
-	Template string `json:"template"`
-	Param    string `json:"param"`
-	Value    string `json:"value"`
-	Source   string `json:"source"`
-}
-
-// explain explains the Pod at spot: the namespace's selection, then the
-// engine's answer, with graft's own warnings about the manifest.
-func (a *admitter) explain(d *manifest.Document, spot manifest.PodSpot, rep *reporter) (*explained, error) {
-	out := &explained{
-		Source:    d.Source(),
-		Document:  d.Index(),
-		Object:    spot.What,
-		Templates: []string{},
-		Params:    []explainedParam{},
-		Warnings:  []string{},
-		Patch:     []manifest.PatchOp{},
-	}
-	if spot.Holder == nil {
-		ns, err := a.namespaceFor(spot)
-		out.Namespace, out.Decision, out.Reason, out.Message = ns, "no-pod-template", "none", spot.NoTemplate
-		return out, err
-	}
-	ns, sel, body, err := a.request(spot)
-	if err != nil {
-		return nil, err
-	}
-	out.Namespace, out.Label, out.LabelFrom = ns, sel.label, sel.from
-	out.excluded = sel.reason == "namespace-excluded"
-	out.Warnings = append(out.Warnings, podWarnings(spot)...)
-	if sel.from == fromAssumed {
-		rep.note(a.sel.assumption(ns))
-	}
-	if body == nil {
-		out.Decision, out.Reason, out.Message = "not-selected", sel.reason, sel.why
-		return out, nil
-	}
-	ex, err := a.engine.Explain(body, sel.options())
-	if err != nil {
-		return nil, err
-	}
-	out.fill(ex)
-	if len(ex.Patch) > 0 {
-		if out.Patch, err = spot.DocumentOps(ex.Patch); err != nil {
-			return nil, err
+// explainLive explains a Pod, or a workload's Pod template, read from the
+// cluster with its Namespace: the webhook's decision for it as if created
+// now, and for a Pod its audit class.
+func explainLive(cmd *cobra.Command, f *offlineFlags, cf *clusterFlags, kind, name string) error {
+	for _, fl := range []string{"profile", "revision", "namespace-labels", "filename"} {
+		if cmd.Flags().Changed(fl) {
+			return fmt.Errorf("explain %s/%s reads the namespace's labels from the cluster: --%s does not apply", strings.ToLower(kind), name, fl)
 		}
 	}
-	return out, nil
-}
-
-// fill takes the engine's explanation, all but the patch (whose paths
-// depend on where the Pod was read).
-func (out *explained) fill(ex *inject.Explanation) {
-	out.Decision, out.Reason = ex.Result.Decision.String(), ex.Result.Reason.String()
-	out.Profile, out.Message = ex.Profile, ex.Message
-	out.Revision, out.Tag = ex.Result.Revision, ex.Selection.Tag
-	out.Templates = append(out.Templates, ex.Templates...)
-	out.Warnings = append(out.Warnings, ex.Warnings...)
-	for _, p := range ex.Params {
-		out.Params = append(out.Params, explainedParam{Template: p.Template, Param: p.Param, Value: p.Value, Source: p.Source})
+	if err := checkFormat(f.output, f.formats...); err != nil {
+		return err
 	}
+	engine, err := offline.NewEngine(f.config, f.templatesDir, "", "")
+	if err != nil {
+		return err
+	}
+	c, ns, err := cf.clientAndNamespace(f.namespace)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	nsObj, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("namespace %s: %w", ns, err)
+	}
+	p, err := livePod(ctx, c, kind, ns, name)
+	if err != nil {
+		return err
+	}
+	pod, err := auditPod(p)
+	if err != nil {
+		return err
+	}
+	out, err := offline.ExplainFromCluster(engine, auditNamespace(nsObj), pod, strings.ToLower(kind)+"/"+name, kind == "Pod")
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := offline.WriteExplanation(&buf, out, f.output == "json"); err != nil {
+		return err
+	}
+	_, err = cmd.OutOrStdout().Write(buf.Bytes())
+	return err
 }

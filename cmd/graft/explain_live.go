@@ -2,27 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 
-	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/graftdev/graft/audit"
-	"github.com/graftdev/graft/inject"
-	"github.com/graftdev/graft/internal/manifest"
 )
-
-// fromCluster: the namespace's labels were read from the cluster.
-const fromCluster = "cluster"
 
 // liveKinds maps what `graft explain KIND/NAME` accepts, as kubectl
 // spells it, to the kind.
@@ -48,97 +39,6 @@ func liveRef(arg string) (kind, name string, ok bool) {
 		return "", "", false
 	}
 	return kind, n, true
-}
-
-// explainLive explains a Pod, or a workload's Pod template, read from the
-// cluster with its Namespace: the webhook's decision for it as if created
-// now, and for a Pod its audit class.
-func explainLive(cmd *cobra.Command, f *offlineFlags, cf *clusterFlags, kind, name string) error {
-	for _, fl := range []string{"profile", "revision", "namespace-labels", "filename"} {
-		if cmd.Flags().Changed(fl) {
-			return fmt.Errorf("explain %s/%s reads the namespace's labels from the cluster: --%s does not apply", strings.ToLower(kind), name, fl)
-		}
-	}
-	if err := checkFormat(f.output, f.formats...); err != nil {
-		return err
-	}
-	engine, err := newOfflineEngine(f.config, f.templatesDir, "", "")
-	if err != nil {
-		return err
-	}
-	c, ns, err := cf.clientAndNamespace(f.namespace)
-	if err != nil {
-		return err
-	}
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	nsObj, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("namespace %s: %w", ns, err)
-	}
-	pod, err := livePod(ctx, c, kind, ns, name)
-	if err != nil {
-		return err
-	}
-	auditor := audit.New(engine)
-	out, err := explainPod(engine, auditor, auditNamespace(nsObj), pod)
-	if err != nil {
-		return err
-	}
-	out.Source, out.Object = fromCluster, strings.ToLower(kind)+"/"+name
-	if kind == "Pod" {
-		ap, err := auditPod(pod)
-		if err != nil {
-			return err
-		}
-		v, err := auditor.Classify(auditNamespace(nsObj), ap)
-		if err != nil {
-			return err
-		}
-		out.Audit = &explainedAudit{Class: string(v.Class), Cause: v.Cause, Revision: v.Revision, Detail: v.Detail}
-	}
-	var buf strings.Builder
-	if f.output == "json" {
-		b, err := json.MarshalIndent(out, "", "  ")
-		if err != nil {
-			return err
-		}
-		buf.Write(append(b, '\n'))
-	} else if err := writeExplanationText(&buf, out); err != nil {
-		return err
-	}
-	_, err = cmd.OutOrStdout().Write([]byte(buf.String()))
-	return err
-}
-
-// explainPod runs pod through the engine as the webhook its namespace
-// selects would.
-func explainPod(engine offlineEngine, a *audit.Auditor, ns audit.Namespace, pod *corev1.Pod) (*explained, error) {
-	out := &explained{Namespace: ns.Name, LabelFrom: fromCluster, Templates: []string{}, Params: []explainedParam{},
-		Warnings: []string{}, Patch: []manifest.PatchOp{}}
-	sel := a.Select(ns)
-	out.Label, out.excluded = sel.Label, sel.Reason == "namespace-excluded"
-	if sel.Profile == "" {
-		out.Decision, out.Reason, out.Message = "not-selected", sel.Reason, sel.Why
-		return out, nil
-	}
-	ap, err := auditPod(pod)
-	if err != nil {
-		return nil, err
-	}
-	ex, err := engine.Explain(audit.Review(ap), inject.Options{Profile: sel.Profile, Revision: sel.Revision})
-	if err != nil {
-		return nil, err
-	}
-	out.fill(ex)
-	if len(ex.Patch) > 0 {
-		if err := json.Unmarshal(ex.Patch, &out.Patch); err != nil {
-			return nil, fmt.Errorf("engine patch: %w", err)
-		}
-	}
-	return out, nil
 }
 
 // livePod reads the Pod, or builds the Pod a workload would create now:

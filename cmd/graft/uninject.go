@@ -2,12 +2,11 @@ package main
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/manifest"
+	"github.com/graftdev/graft/internal/offline"
 )
 
 func newUninjectCmd() *cobra.Command {
@@ -51,12 +50,7 @@ error. uninject of inject's output gives back inject's input.`,
 					return err
 				}
 			}
-			rep := newReporter(cmd.ErrOrStderr(), quiet, docs)
-			var errs []error
-			for _, d := range docs {
-				errs = append(errs, uninjectDocument(d, rep, output != "json")...)
-			}
-			if err := errors.Join(errs...); err != nil {
+			if err := offline.Uninject(docs, cmd.ErrOrStderr(), quiet, output != "json"); err != nil {
 				return err
 			}
 			return writeManifests(cmd, in, output, outputFile, inPlace)
@@ -69,58 +63,4 @@ error. uninject of inject's output gives back inject's input.`,
 	fl.BoolVarP(&quiet, "quiet", "q", false, "say nothing on stderr but warnings and errors")
 	registerOutputFlags(cmd, &outputFile, &inPlace)
 	return cmd
-}
-
-// uninjectDocument removes graft's parts from every Pod of d, in place.
-// Errors name the document.
-func uninjectDocument(d *manifest.Document, rep *reporter, keepText bool) []error {
-	spots, err := manifest.FindPods(d)
-	if err != nil {
-		return []error{d.WrapError("", err)}
-	}
-	var errs []error
-	var ops []manifest.PatchOp
-	for _, s := range spots {
-		if s.Holder == nil {
-			reportNoTemplate(d, s, rep)
-			continue
-		}
-		pod, err := s.PodJSON()
-		if err != nil {
-			errs = append(errs, d.WrapError(s.What, err))
-			continue
-		}
-		un, err := inject.Uninject(pod)
-		if err != nil {
-			errs = append(errs, d.WrapError(s.What, err))
-			continue
-		}
-		if string(un.Patch) == "[]" {
-			rep.object(d, s.Ref(), "no graft.dev/status: unchanged")
-			continue
-		}
-		o, err := s.DocumentOps(un.Patch)
-		if err != nil {
-			errs = append(errs, d.WrapError(s.What, err))
-			continue
-		}
-		ops = append(ops, o...)
-		rep.object(d, s.Ref(), "uninjected "+recordedTemplates(un.Status))
-	}
-	if len(errs) > 0 || len(ops) == 0 {
-		return errs
-	}
-	return patchDocument(d, ops, keepText, rep)
-}
-
-// recordedTemplates names what a record says graft injected.
-func recordedTemplates(st inject.Status) string {
-	var names []string
-	for _, t := range st.Templates {
-		names = append(names, t.Name)
-	}
-	if len(names) == 0 {
-		return "a version 1 record's containers"
-	}
-	return strings.Join(names, ", ")
 }

@@ -1,9 +1,8 @@
-package main
+package offline
 
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 
@@ -21,6 +20,7 @@ const (
 	fromNamespace = "Namespace"          // a Namespace object in the input
 	fromFlag      = "--namespace-labels" // the flag
 	fromAssumed   = "assumed"            // neither: --profile or the default profile
+	fromCluster   = "cluster"            // the namespace in the cluster (explain KIND/NAME)
 )
 
 // selector decides, as the API server does with the shipped webhook
@@ -127,21 +127,4 @@ func (s *selector) declareNamespaces(docs []*manifest.Document) {
 			visit(r, 0)
 		}
 	}
-}
-
-// parseLabels reads --namespace-labels: k=v pairs separated by commas.
-func parseLabels(s string) (map[string]string, error) {
-	labels := map[string]string{}
-	for _, kv := range strings.Split(s, ",") {
-		kv = strings.TrimSpace(kv)
-		if kv == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("--namespace-labels %s: want key=value[,key=value...]", s)
-		}
-		labels[k] = v
-	}
-	return labels, nil
 }

@@ -1,4 +1,10 @@
-package main
+// Package offline is the CLI's use of the engine on manifests and on
+// objects read elsewhere: graft inject, explain, uninject and render run
+// Pods through the very engine and configuration graft serve runs, the
+// way the API server would send them, and say what happened. It reads
+// and writes manifests through internal/manifest and reaches no cluster
+// and no server.
+package offline
 
 import (
 	"cmp"
@@ -12,11 +18,21 @@ import (
 	"github.com/graftdev/graft/templates"
 )
 
-// loadEngineConfig returns the engine configuration and the template set
+// Engine is what the offline commands run Pods through: the
+// configuration's revisions (inject.Revisions, as graft serve does), or
+// one inject.Engine.
+type Engine interface {
+	Admit(dst, body []byte, o inject.Options) ([]byte, inject.Result, error)
+	Explain(body []byte, o inject.Options) (*inject.Explanation, error)
+	DefaultProfile() string
+	Profiles() []string
+}
+
+// LoadConfig returns the engine configuration and the template set
 // graft runs with, read exactly as graft serve reads them (config.Load:
 // the built-in configuration without a file), with the built-in templates
 // overlaid by templatesDir, or else by the file's server.templatesDir.
-func loadEngineConfig(configFile, templatesDir string) (inject.Config, *templates.Set, error) {
+func LoadConfig(configFile, templatesDir string) (inject.Config, *templates.Set, error) {
 	f, err := config.Load(configFile)
 	if err != nil {
 		return inject.Config{}, nil, err
@@ -31,10 +47,10 @@ func loadEngineConfig(configFile, templatesDir string) (inject.Config, *template
 	return f.Config, set, nil
 }
 
-// newOfflineEngine builds the engines the offline subcommands use, one per
+// NewEngine builds the engines the offline commands use, one per
 // revision of the configuration, and checks that profile and revision
 // (empty: the defaults) are configured.
-func newOfflineEngine(configFile, templatesDir, profile, revision string) (*inject.Revisions, error) {
+func NewEngine(configFile, templatesDir, profile, revision string) (*inject.Revisions, error) {
 	f, err := config.Load(configFile)
 	if err != nil {
 		return nil, err

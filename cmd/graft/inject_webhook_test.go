@@ -14,6 +14,7 @@ import (
 
 	"github.com/graftdev/graft/bench/corpus"
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/offline"
 )
 
 // webhookResult is what the webhook makes of review: the request's Pod
@@ -53,6 +54,20 @@ func webhookResult(t *testing.T, e *inject.Engine, review []byte) (namespace str
 		}
 	}
 	return req.Request.Namespace, req.Request.Object, want
+}
+
+// newTestEngine is the engine graft runs with by default.
+func newTestEngine(tb testing.TB) *inject.Engine {
+	tb.Helper()
+	cfg, set, err := offline.LoadConfig("", "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e, err := inject.New(cfg, set)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return e
 }
 
 // For every Pod of the engine's corpora, `graft inject` prints what the

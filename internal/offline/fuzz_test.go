@@ -1,4 +1,4 @@
-package main
+package offline
 
 import (
 	"bytes"
@@ -18,9 +18,12 @@ import (
 // the real engine: it must never panic, whatever it accepts it must
 // accept again unchanged (inject twice == once), in YAML and in JSON, and
 // the two outputs must mean the same objects.
-// Seeds are the manifests of the CLI scripts.
+// Seeds are the manifests of the CLI scripts (cmd/graft/testdata/script).
 func FuzzInject(f *testing.F) {
-	scripts, _ := filepath.Glob("testdata/script/*.txtar")
+	scripts, err := filepath.Glob("../../cmd/graft/testdata/script/*.txtar")
+	if err != nil || len(scripts) == 0 {
+		f.Fatalf("no CLI scripts to seed from: %v", err)
+	}
 	for _, s := range scripts {
 		ar, err := txtar.ParseFile(s)
 		if err != nil {
@@ -99,7 +102,7 @@ func jsonEqual(a, b []byte) bool {
 // newTestEngine is the engine graft runs with by default.
 func newTestEngine(tb testing.TB) *inject.Engine {
 	tb.Helper()
-	cfg, set, err := loadEngineConfig("", "")
+	cfg, set, err := LoadConfig("", "")
 	if err != nil {
 		tb.Fatal(err)
 	}

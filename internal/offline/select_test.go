@@ -1,4 +1,4 @@
-package main
+package offline
 
 import (
 	"os"
@@ -25,7 +25,7 @@ func TestSelectorFollowsTheShippedWebhookConfiguration(t *testing.T) {
 	if err := yaml.Unmarshal(data, &mwc); err != nil { // merge keys override: not strict
 		t.Fatal(err)
 	}
-	e, err := newOfflineEngine("", "", "", "")
+	e, err := NewEngine("", "", "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
-package main
+package offline
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,17 +11,21 @@ import (
 	"github.com/graftdev/graft/internal/names"
 )
 
-func writeExplanationJSON(w *bytes.Buffer, ex *explained) error {
+// WriteExplanation writes ex as text, or with jsonOut as an indented
+// JSON object and a line break.
+func WriteExplanation(w io.Writer, ex *Explanation, jsonOut bool) error {
+	if !jsonOut {
+		return writeExplanationText(w, ex)
+	}
 	b, err := json.MarshalIndent(ex, "", "  ")
 	if err != nil {
 		return err
 	}
-	w.Write(b)
-	w.WriteByte('\n')
-	return nil
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
-func writeExplanationText(w io.Writer, ex *explained) error {
+func writeExplanationText(w io.Writer, ex *Explanation) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if ex.Source == fromCluster {
 		fmt.Fprintf(tw, "%s in namespace %s (read from the cluster)\n", ex.Object, ex.Namespace)
@@ -89,7 +92,7 @@ func writeExplanationText(w io.Writer, ex *explained) error {
 
 // labelText says which graft.dev/inject label selected the Pod's
 // namespace, and where it was read.
-func labelText(ex *explained) string {
+func labelText(ex *Explanation) string {
 	if ex.excluded {
 		return "not read: the namespace is never injected"
 	}
