@@ -2,13 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/graftdev/graft/internal/live"
 	"github.com/graftdev/graft/internal/offline"
 )
 
@@ -34,7 +33,7 @@ a Pod it adds what graft audit says of it.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
-				if kind, name, ok := liveRef(args[0]); ok {
+				if kind, name, ok := live.ParseRef(args[0]); ok {
 					return explainLive(cmd, &f, &cf, kind, name)
 				}
 			}
@@ -71,27 +70,15 @@ func explainLive(cmd *cobra.Command, f *offlineFlags, cf *clusterFlags, kind, na
 	if err != nil {
 		return err
 	}
-	c, ns, err := cf.clientAndNamespace(f.namespace)
+	cluster, err := live.Connect(cf.config(f.namespace))
 	if err != nil {
 		return err
 	}
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	nsObj, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("namespace %s: %w", ns, err)
-	}
-	p, err := livePod(ctx, c, kind, ns, name)
+	ns, pod, err := cluster.ReadPod(commandContext(cmd), kind, name)
 	if err != nil {
 		return err
 	}
-	pod, err := auditPod(p)
-	if err != nil {
-		return err
-	}
-	out, err := offline.ExplainFromCluster(engine, auditNamespace(nsObj), pod, strings.ToLower(kind)+"/"+name, kind == "Pod")
+	out, err := offline.ExplainFromCluster(engine, ns, pod, strings.ToLower(kind)+"/"+name, kind == "Pod")
 	if err != nil {
 		return err
 	}

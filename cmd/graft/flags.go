@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/graftdev/graft/internal/live"
 	"github.com/graftdev/graft/internal/manifest"
 	"github.com/graftdev/graft/internal/offline"
 )
@@ -129,4 +132,35 @@ func writeManifests(cmd *cobra.Command, files []*manifest.File, format, outputFi
 	}
 	_, err = cmd.OutOrStdout().Write(out)
 	return err
+}
+
+// clusterFlags say how the live commands (audit, explain KIND/NAME) reach
+// a cluster: a kubeconfig (--kubeconfig, else $KUBECONFIG, else
+// ~/.kube/config), else the in-cluster ServiceAccount.
+type clusterFlags struct {
+	kubeconfig string
+	context    string
+	timeout    time.Duration
+}
+
+func (f *clusterFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
+	fl.StringVar(&f.context, "context", "", "kubeconfig context (default: the current one)")
+	fl.DurationVar(&f.timeout, "request-timeout", 30*time.Second, "timeout of each request to the API server")
+}
+
+// config is how to reach the cluster, working in namespace ("": the
+// kubeconfig context's).
+func (f *clusterFlags) config(namespace string) live.Config {
+	return live.Config{Kubeconfig: f.kubeconfig, Context: f.context, Timeout: f.timeout, UserAgent: "graft/" + version, Namespace: namespace}
+}
+
+// commandContext is the command's context, or the background one when
+// cobra was run without one.
+func commandContext(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
 }

@@ -1,4 +1,4 @@
-package main
+package live
 
 import (
 	"context"
@@ -13,25 +13,39 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/graftdev/graft/audit"
 )
 
-// liveKinds maps what `graft explain KIND/NAME` accepts, as kubectl
-// spells it, to the kind.
-var liveKinds = map[string]string{
-	"pod": "Pod", "pods": "Pod", "po": "Pod",
-	"deploy": "Deployment", "deployment": "Deployment", "deployments": "Deployment",
-	"sts": "StatefulSet", "statefulset": "StatefulSet", "statefulsets": "StatefulSet",
-	"ds": "DaemonSet", "daemonset": "DaemonSet", "daemonsets": "DaemonSet",
-	"rs": "ReplicaSet", "replicaset": "ReplicaSet", "replicasets": "ReplicaSet",
-	"job": "Job", "jobs": "Job",
-	"cj": "CronJob", "cronjob": "CronJob", "cronjobs": "CronJob",
+// kindOf is the kind that `graft explain KIND/NAME` reads for kind as
+// kubectl spells it (pod, deploy, sts, ...); ok is false for a kind it
+// does not read.
+func kindOf(kind string) (string, bool) {
+	switch strings.ToLower(kind) {
+	case "pod", "pods", "po":
+		return "Pod", true
+	case "deploy", "deployment", "deployments":
+		return "Deployment", true
+	case "sts", "statefulset", "statefulsets":
+		return "StatefulSet", true
+	case "ds", "daemonset", "daemonsets":
+		return "DaemonSet", true
+	case "rs", "replicaset", "replicasets":
+		return "ReplicaSet", true
+	case "job", "jobs":
+		return "Job", true
+	case "cj", "cronjob", "cronjobs":
+		return "CronJob", true
+	}
+	return "", false
 }
 
-// liveRef reads KIND/NAME; ok is false for anything else, or for a path
-// that exists (a file is read as a manifest).
-func liveRef(arg string) (kind, name string, ok bool) {
+// ParseRef reads KIND/NAME as kubectl spells it (pod/web, deploy/web,
+// ...) into the kind and the name; ok is false for anything else, or for
+// a path that exists (a file is read as a manifest).
+func ParseRef(arg string) (kind, name string, ok bool) {
 	k, n, found := strings.Cut(arg, "/")
-	kind, known := liveKinds[strings.ToLower(k)]
+	kind, known := kindOf(k)
 	if !found || !known || n == "" || strings.Contains(n, "/") {
 		return "", "", false
 	}
@@ -39,6 +53,25 @@ func liveRef(arg string) (kind, name string, ok bool) {
 		return "", "", false
 	}
 	return kind, n, true
+}
+
+// ReadPod reads, in the cluster's namespace, the Namespace and the Pod
+// kind/name, or for a workload the Pod it would create now: what the
+// webhook would be sent, and what audit needs of both.
+func (cl *Cluster) ReadPod(ctx context.Context, kind, name string) (audit.Namespace, audit.Pod, error) {
+	nsObj, err := cl.client.CoreV1().Namespaces().Get(ctx, cl.namespace, metav1.GetOptions{})
+	if err != nil {
+		return audit.Namespace{}, audit.Pod{}, fmt.Errorf("namespace %s: %w", cl.namespace, err)
+	}
+	p, err := livePod(ctx, cl.client, kind, cl.namespace, name)
+	if err != nil {
+		return audit.Namespace{}, audit.Pod{}, err
+	}
+	pod, err := auditPod(p)
+	if err != nil {
+		return audit.Namespace{}, audit.Pod{}, err
+	}
+	return auditNamespace(nsObj), pod, nil
 }
 
 // livePod reads the Pod, or builds the Pod a workload would create now:

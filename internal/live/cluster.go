@@ -1,4 +1,9 @@
-package main
+// Package live is graft's reading of a running cluster, for graft audit
+// and graft explain KIND/NAME: paged LISTs and GETs of Namespaces, Pods
+// and the workloads that own them, turned into what package audit and
+// the engine take. It is the only user of client-go in graft's module
+// (a test holds that); it writes nothing to the cluster.
+package live
 
 import (
 	"context"
@@ -6,7 +11,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -17,57 +21,60 @@ import (
 	"github.com/graftdev/graft/internal/names"
 )
 
-// clusterFlags say how the live commands (audit, explain KIND/NAME) reach
-// a cluster: a kubeconfig (--kubeconfig, else $KUBECONFIG, else
-// ~/.kube/config), else the in-cluster ServiceAccount.
-type clusterFlags struct {
-	kubeconfig string
-	context    string
-	timeout    time.Duration
+// Config says how to reach a cluster: with a kubeconfig (Kubeconfig,
+// else $KUBECONFIG, else ~/.kube/config), else as the in-cluster
+// ServiceAccount.
+type Config struct {
+	Kubeconfig string
+	// Context is the kubeconfig context; "" the current one.
+	Context string
+	// Timeout bounds each request to the API server.
+	Timeout time.Duration
+	// UserAgent is what graft calls itself to the API server.
+	UserAgent string
+	// Namespace is the namespace to work in; "" the kubeconfig context's
+	// (in a cluster, the Pod's own), else "default", as kubectl chooses.
+	Namespace string
 }
 
-func (f *clusterFlags) register(cmd *cobra.Command) {
-	fl := cmd.Flags()
-	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
-	fl.StringVar(&f.context, "context", "", "kubeconfig context (default: the current one)")
-	fl.DurationVar(&f.timeout, "request-timeout", 30*time.Second, "timeout of each request to the API server")
+// Cluster is a cluster graft reads, and the namespace it works in.
+type Cluster struct {
+	client    kubernetes.Interface
+	namespace string
 }
 
-// client builds a clientset speaking protobuf, the API server's cheapest
-// encoding to produce and decode.
-func (f *clusterFlags) client() (kubernetes.Interface, error) {
-	c, _, err := f.clientAndNamespace("")
-	return c, err
-}
-
-// clientAndNamespace is client, and the namespace to use: namespace if
-// given, else the kubeconfig context's (in a cluster, the Pod's own),
-// else "default", as kubectl chooses.
-func (f *clusterFlags) clientAndNamespace(namespace string) (kubernetes.Interface, string, error) {
+// Connect builds a client speaking protobuf, the API server's cheapest
+// encoding to produce and decode. It sends no request.
+func Connect(cfg Config) (*Cluster, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = f.kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context})
+	rules.ExplicitPath = cfg.Kubeconfig
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: cfg.Context})
+	namespace := cfg.Namespace
 	if namespace == "" {
 		var err error
 		if namespace, _, err = cc.Namespace(); err != nil {
-			return nil, "", fmt.Errorf("kubeconfig: %w", err)
+			return nil, fmt.Errorf("kubeconfig: %w", err)
 		}
 	}
-	cfg, err := cc.ClientConfig()
+	rc, err := cc.ClientConfig()
 	if err != nil {
-		return nil, "", fmt.Errorf("kubeconfig: %w", err)
+		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	cfg.QPS, cfg.Burst = 50, 100
-	cfg.Timeout = f.timeout
-	cfg.UserAgent = "graft/" + version
-	c, err := kubernetes.NewForConfig(cfg)
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	rc.QPS, rc.Burst = 50, 100
+	rc.Timeout = cfg.Timeout
+	rc.UserAgent = cfg.UserAgent
+	c, err := kubernetes.NewForConfig(rc)
 	if err != nil {
-		return nil, "", fmt.Errorf("kubernetes client: %w", err)
+		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return c, namespace, nil
+	return &Cluster{client: c, namespace: namespace}, nil
 }
+
+// Namespace is the namespace the cluster's reads of one object work in
+// (Config.Namespace, or the kubeconfig's).
+func (cl *Cluster) Namespace() string { return cl.namespace }
 
 // listPages LISTs in pages of chunk items (Limit and Continue), handing
 // each page to each before asking for the next: memory holds one page.
