@@ -82,7 +82,7 @@ type LegacyStatus struct {
 func ParseStatus(value string) (Status, error) {
 	var r record
 	if err := r.parse(value, isPlain(value)); err != nil {
-		return Status{}, fmt.Errorf("graft.dev/status: %w", err)
+		return Status{}, fmt.Errorf("%s: %w", names.Status, err)
 	}
 	st := Status{Version: r.version}
 	text := func(raw string) string {
