@@ -11,7 +11,7 @@ import (
 	"github.com/graftdev/graft/internal/names"
 )
 
-// graft.dev/status version 2 in CEL (FORMATS.md §1, inject/status.go).
+// graft.dev/status version 2 in CEL (docs/reference/status-format.md).
 // CEL has no JSON parser, so the policies read a record with regular
 // expressions, and only in the one form graft writes (canonical: keys in
 // order, names without escapes, appContainers sorted). A Pod carrying a
