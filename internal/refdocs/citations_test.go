@@ -124,4 +124,3 @@ func headingAnchors(doc []byte) map[string]bool {
 	}
 	return out
 }
-
