@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -128,15 +129,24 @@ func (s *suite) waitInjecting(ctx context.Context, ns string) error {
 }
 
 // newNamespace creates a namespace for one test. Namespaces are never
-// deleted: nothing here would finalize them, and each run starts from a
-// fresh etcd.
+// deleted: each run starts from a fresh etcd. Should the test fail, it
+// says where the processes' logs are.
 func newNamespace(t *testing.T, name string, labels map[string]string) string {
 	t.Helper()
+	t.Cleanup(func() { logsOnFailure(t) })
 	ns, err := env.createNamespace(t.Context(), name, labels)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return ns
+}
+
+// logsOnFailure points a failed test at the processes' logs, which the
+// run keeps when any test fails.
+func logsOnFailure(t *testing.T) {
+	if t.Failed() {
+		t.Logf("the processes' logs: %s", strings.Join(env.cluster.LogFiles(), " "))
+	}
 }
 
 // optedIn creates a namespace labelled for the default profile.
