@@ -37,6 +37,10 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
+	if opts.Nodes == 0 {
+		fmt.Fprintln(os.Stderr, "e2e: the suite runs workloads, which need nodes: GRAFT_E2E_NODES must be 1 or more")
+		return 1
+	}
 	dir, err := os.MkdirTemp(cluster.TempRoot(), "graft-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)

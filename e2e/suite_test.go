@@ -29,6 +29,8 @@ type suite struct {
 	templatesDir string
 	// serverVersion is what kube-apiserver reports, e.g. v1.36.3.
 	serverVersion string
+	// nodes is how many simulated nodes run.
+	nodes int
 }
 
 // templateProfile is the profile the suite's config adds for each built-in
@@ -85,7 +87,7 @@ type configFile struct {
 }
 
 func startSuite(ctx context.Context, opts cluster.Options) (*suite, error) {
-	s := &suite{}
+	s := &suite{nodes: opts.Nodes}
 	var err error
 	s.cluster, err = cluster.Start(ctx, opts)
 	if err != nil {
