@@ -63,7 +63,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if o.pods <= 0 || o.namespaces <= 0 || o.runs <= 0 || o.workers <= 0 {
 		return errors.New("-pods, -namespaces, -runs and -workers must be > 0")
 	}
-	c, opts, finish, err := cluster.StartTool(ctx, "auditload", stderr)
+	// The Pods are this command's, made as a ReplicaSet would make them:
+	// the replicaset and deployment controllers are off, so that they do
+	// not delete Pods beyond a ReplicaSet's replicas (or take over ones
+	// its selector does not match), and no nodes run: audit reads
+	// Pods, it needs none scheduled.
+	c, opts, finish, err := cluster.StartTool(ctx, "auditload", stderr, func(o *cluster.Options) {
+		o.Nodes = 0
+		o.ControllerManagerArgs = []string{"--controllers=*,-replicaset,-deployment"}
+	})
 	if err != nil {
 		return err
 	}

@@ -91,7 +91,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if conventionalBin == "" {
 		return errors.New("GRAFT_BENCH_CONVENTIONAL is not set: run with `make bench-e2e`")
 	}
-	c, opts, finish, err := cluster.StartTool(ctx, "podlatency", stderr)
+	// Admission is what is measured: no nodes, so no scheduler binds and
+	// no kubelet updates the Pods while they are created.
+	c, opts, finish, err := cluster.StartTool(ctx, "podlatency", stderr, func(o *cluster.Options) { o.Nodes = 0 })
 	if err != nil {
 		return err
 	}

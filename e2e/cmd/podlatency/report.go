@@ -68,7 +68,8 @@ type report struct {
 }
 
 const setupText = "kube-apiserver v1.36.3 with its default admission plugins (ServiceAccount and LimitRanger on; " +
-	"each namespace's default ServiceAccount exists, so every Pod gets a projected token volume), etcd, " +
+	"each namespace's default ServiceAccount, made by kube-controller-manager, exists, so every Pod gets a projected token volume), etcd 3.6, " +
+	"no nodes (nothing schedules or runs the Pods: admission alone is measured), " +
 	"and the webhooks on loopback, unpinned; the small corpus Pod"
 
 func newReport(vs []variant, seqRounds, burst [][]phaseResult, policies []histo.Histogram) *report {

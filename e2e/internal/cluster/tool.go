@@ -9,20 +9,23 @@ import (
 	"time"
 )
 
-// StartTool starts a control plane for the load-test command name, from
-// the environment `make` sets (returned as opts, opts.Dir the fresh
-// directory under TempRoot it made). The
-// caller defers finish with its named error: it stops the control plane
-// and removes the directory, or, when the command failed, prints the
-// processes' last logs and keeps them (not etcd's data, tens of MB).
-func StartTool(ctx context.Context, name string, stderr io.Writer) (c *Cluster, opts Options, finish func(errp *error), err error) {
+// StartTool starts a cluster and graft for the load-test command name,
+// from the environment `make` sets, changed by edit if it is not nil
+// (returned as opts, opts.Dir the fresh directory under TempRoot it
+// made). The caller defers finish with its named error: it stops the
+// cluster and removes the directory, or, when the command failed, prints
+// the processes' last logs and keeps them (not etcd's data, tens of MB).
+func StartTool(ctx context.Context, name string, stderr io.Writer, edit func(*Options)) (c *Cluster, opts Options, finish func(errp *error), err error) {
 	if opts, err = OptionsFromEnv(); err != nil {
 		return nil, opts, nil, err
+	}
+	if edit != nil {
+		edit(&opts)
 	}
 	if opts.Dir, err = os.MkdirTemp(TempRoot(), "graft-"+name+"-"); err != nil {
 		return nil, opts, nil, err
 	}
-	fmt.Fprintf(stderr, "%s: starting etcd, kube-apiserver and graft on 127.0.0.1\n", name)
+	fmt.Fprintf(stderr, "%s: starting a cluster (%d simulated nodes) and graft on 127.0.0.1; logs in %s\n", name, opts.Nodes, opts.Dir)
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	c, err = Start(startCtx, opts)
