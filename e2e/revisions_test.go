@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/graftdev/graft/config"
 	"github.com/graftdev/graft/e2e/internal/cluster"
+	"github.com/graftdev/graft/e2e/internal/histo"
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/names"
 )
@@ -39,7 +39,7 @@ const canaryImage = "registry.invalid/agent:2.0.0"
 //
 // so accepting 1 <= X <= 24 fails a correct implementation with
 // probability 3.97e-5 < 1e-4 (and 0.9^100 alone rules out n below 88 for
-// a non-zero lower bound). binomialTails recomputes both tails, so the
+// a non-zero lower bound). histo.BinomialTails recomputes both tails, so the
 // bound and this derivation cannot drift apart.
 const (
 	canaryOwners    = 100
@@ -51,21 +51,6 @@ const (
 	canaryNamespace = "rev-canary"
 )
 
-// binomialTails returns P(X < lo) + P(X > hi) for X ~ Binomial(n, p).
-func binomialTails(n int, p float64, lo, hi int) float64 {
-	sum := 0.0
-	for k := 0; k <= n; k++ {
-		if k >= lo && k <= hi {
-			continue
-		}
-		lg, _ := math.Lgamma(float64(n + 1))
-		lk, _ := math.Lgamma(float64(k + 1))
-		lnk, _ := math.Lgamma(float64(n - k + 1))
-		sum += math.Exp(lg - lk - lnk + float64(k)*math.Log(p) + float64(n-k)*math.Log1p(-p))
-	}
-	return sum
-}
-
 // TestCanaryTag: a namespace on the tag canary, splitting 10% to revision
 // next, gets every ReplicaSet's Pods from one revision and about a tenth
 // of the ReplicaSets on next, over a hundred Deployments rolled out by the
@@ -73,7 +58,7 @@ func binomialTails(n int, p float64, lo, hi int) float64 {
 // reloads) while the controllers roll a fifth of them again sends the
 // creates after it to next, with no create failing while it happens.
 func TestCanaryTag(t *testing.T) {
-	if odds := binomialTails(canaryOwners, canaryShare, canaryMin, canaryMax); odds >= maxFailureOdds {
+	if odds := histo.BinomialTails(canaryOwners, canaryShare, canaryMin, canaryMax); odds >= maxFailureOdds {
 		t.Fatalf("the bound [%d, %d] fails a correct split with probability %.3g", canaryMin, canaryMax, odds)
 	}
 	path := env.cluster.GraftConfigPath()

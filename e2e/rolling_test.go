@@ -17,12 +17,9 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/graftdev/graft/e2e/internal/cluster"
 	"github.com/graftdev/graft/e2e/internal/histo"
@@ -33,10 +30,10 @@ import (
 // defaults (see rollingServerConfig) so that a window holds enough
 // rotations for the split between replicas to be a measurement.
 const (
-	rollingRate        = 150 // Pods per second the load scales Deployments up by
-	rollingDeployments = 20  // scaled in turn, rollingRate/10 replicas at a time
+	rollingRate        = 150             // Pods per second the load scales Deployments up by
+	rollingDeployments = 20              // scaled in turn, rollingRate/10 replicas at a time
 	rollingWarmup      = 2 * time.Second // before the first window
-	rollingWindow  = 9 * time.Second // each pair of replicas at full strength
+	rollingWindow      = 9 * time.Second // each pair of replicas at full strength
 	// Each running replica's share of graft's calls in a window.
 	minShare, maxShare = 0.30, 0.70
 )
@@ -430,7 +427,7 @@ type workloadLoad struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	once    sync.Once
-	watch   *podWatch
+	watch   *cluster.PodWatch
 	// wanted is the replicas asked for so far, over all Deployments.
 	wanted atomic.Int64
 }
@@ -451,7 +448,7 @@ func (r *rollingRig) startLoad(t *testing.T, rate, deployments int) *workloadLoa
 		}
 		names[i] = d.Name
 	}
-	w, err := watchPods(ctx, r.client, r.ns)
+	w, err := cluster.WatchPods(ctx, r.client, r.ns, isInjected)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,10 +487,13 @@ func (l *workloadLoad) stop() {
 		l.cancel()
 		l.wg.Wait()
 		deadline := time.Now().Add(time.Minute)
-		for time.Now().Before(deadline) && int64(l.watch.count()) < l.wanted.Load() {
+		for time.Now().Before(deadline) {
+			if created, _ := l.watch.Counts(); int64(created) >= l.wanted.Load() {
+				break
+			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		l.watch.close()
+		l.watch.Close()
 	})
 }
 
@@ -507,12 +507,12 @@ type loadSummary struct {
 
 func (l *workloadLoad) summary(from, to time.Time) loadSummary {
 	s := loadSummary{span: to.Sub(from)}
-	for _, p := range l.watch.seen() {
-		if p.at.Before(from) || p.at.After(to) {
+	for _, p := range l.watch.Seen() {
+		if p.Created.Before(from) || p.Created.After(to) {
 			continue
 		}
 		s.creates++
-		if !p.injected {
+		if !p.Marked {
 			s.uninjected++
 		}
 	}
@@ -524,58 +524,3 @@ func (l *workloadLoad) until(t time.Time) loadSummary { return l.summary(l.start
 
 // since summarizes the creates from t to now.
 func (l *workloadLoad) since(t time.Time) loadSummary { return l.summary(t, time.Now()) }
-
-// podWatch records when each Pod of a namespace first appeared, and
-// whether graft had injected it.
-type podWatch struct {
-	stop    chan struct{}
-	factory informers.SharedInformerFactory
-	mu      sync.Mutex
-	pods    []seenPod
-}
-
-type seenPod struct {
-	at       time.Time
-	injected bool
-}
-
-func watchPods(ctx context.Context, client kubernetes.Interface, ns string) (*podWatch, error) {
-	w := &podWatch{stop: make(chan struct{}), factory: informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))}
-	inf := w.factory.Core().V1().Pods().Informer()
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
-		p, ok := obj.(*corev1.Pod)
-		if !ok {
-			return
-		}
-		w.mu.Lock()
-		w.pods = append(w.pods, seenPod{at: time.Now(), injected: isInjected(p)})
-		w.mu.Unlock()
-	}}); err != nil {
-		return nil, err
-	}
-	w.factory.Start(w.stop)
-	for typ, ok := range w.factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			w.close()
-			return nil, fmt.Errorf("pods informer (%v) never synced", typ)
-		}
-	}
-	return w, nil
-}
-
-func (w *podWatch) seen() []seenPod {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.pods)
-}
-
-func (w *podWatch) count() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.pods)
-}
-
-func (w *podWatch) close() {
-	close(w.stop)
-	w.factory.Shutdown()
-}

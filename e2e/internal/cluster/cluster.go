@@ -193,6 +193,9 @@ func (c *Cluster) RESTConfig() *rest.Config {
 	}
 }
 
+// APIServerPID is the API server's process id.
+func (c *Cluster) APIServerPID() int { return c.apiserver.proc.Pid() }
+
 // APIServerURL is the API server's base URL.
 func (c *Cluster) APIServerURL() string { return c.apiserver.URL }
 
