@@ -46,6 +46,23 @@ func fleetCluster(ctx context.Context, o options, name string, stderr io.Writer)
 	}, "--enable-aggregator-routing=true")
 }
 
+// fleetBench starts a fleet cluster for name and a bench over it. The
+// caller defers done with its named error.
+func fleetBench(ctx context.Context, o options, name string, stderr io.Writer) (b *bench, done func(*error), err error) {
+	c, opts, finish, err := fleetCluster(ctx, o, name, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if b, err = newBench(c, opts.Dir, ""); err != nil {
+		finish(&err)
+		return nil, nil, err
+	}
+	return b, func(errp *error) {
+		b.close()
+		finish(errp)
+	}, nil
+}
+
 // fleetResult is one variant's run: the controllers scaling -deployments
 // Deployments from 0 to -replicas each.
 type fleetResult struct {
@@ -110,16 +127,12 @@ func runFleet(ctx context.Context, o options, stdout, stderr io.Writer) error {
 
 // fleetOnce runs variant name on a cluster of its own.
 func fleetOnce(ctx context.Context, o options, name string, pod *corev1.Pod, stderr io.Writer) (res fleetResult, err error) {
-	c, opts, finish, err := fleetCluster(ctx, o, name, stderr)
+	b, done, err := fleetBench(ctx, o, name, stderr)
 	if err != nil {
 		return res, err
 	}
-	defer finish(&err)
-	b, err := newBench(c, opts.Dir, "")
-	if err != nil {
-		return res, err
-	}
-	defer b.close()
+	defer done(&err)
+	c := b.c
 	var (
 		v     variant
 		graft []*cluster.Replica

@@ -47,16 +47,12 @@ type canaryResult struct {
 // configuration and webhooks), two replicas behind its Service, and rolls
 // out -canary-deployments Deployments in a namespace on the canary tag.
 func fleetCanary(ctx context.Context, o options, stderr io.Writer) (res canaryResult, err error) {
-	c, opts, finish, err := fleetCluster(ctx, o, "canary", stderr)
+	b, done, err := fleetBench(ctx, o, "canary", stderr)
 	if err != nil {
 		return res, err
 	}
-	defer finish(&err)
-	b, err := newBench(c, opts.Dir, "")
-	if err != nil {
-		return res, err
-	}
-	defer b.close()
+	defer done(&err)
+	c := b.c
 	v, served, err := setupServed(ctx, b, filepath.Join("..", "deploy", "examples", "revisions"),
 		map[string]string{names.Inject: "enabled", names.Revision: canaryTag})
 	if served != nil {

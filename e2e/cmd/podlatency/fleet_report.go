@@ -1,12 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -108,19 +105,7 @@ func canaryOutside(n int) float64 {
 }
 
 func (r *fleetReport) write(dir string, stdout io.Writer) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "fleet-latest.json"), append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	md := r.markdown()
-	if err := os.WriteFile(filepath.Join(dir, "fleet-latest.md"), []byte(md), 0o644); err != nil {
-		return err
-	}
-	_, err = io.WriteString(stdout, md)
-	return err
+	return writeResults(dir, "fleet-latest", r, r.markdown(), stdout)
 }
 
 func (r *fleetReport) markdown() string {
@@ -159,13 +144,6 @@ func (r *fleetReport) markdown() string {
 		"binomial: a correct split of %d ReplicaSets falls outside ±%d points with probability %.3f.\n\n",
 		c.Deployments, canaryReplicas, canaryTag, canaryPercent, canaryRevision, c.ReplicaSets, c.OnCanary, canaryRevision, c.SharePercent,
 		c.Mixed, c.Pods, c.Uninjected, c.FailedCreates, c.RolledOutS, c.ReplicaSets, canaryPoints, canaryOutside(c.ReplicaSets))
-	md.WriteString("| target | wanted | measured | met |\n|---|---|---|---|\n")
-	for _, t := range r.Targets {
-		met := "no"
-		if t.Met {
-			met = "yes"
-		}
-		fmt.Fprintf(&md, "| %s | %s | %s | %s |\n", t.Figure, t.Target, t.Measured, met)
-	}
+	targetsTable(&md, r.Targets)
 	return md.String()
 }
