@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -23,6 +24,18 @@ const NodeLabel = "type"
 // namespaces' subnets (10.200.0.0 and up), and large enough for a fleet.
 const kwokPodCIDR = "10.128.0.0/12"
 
+// kwokConfig raises how many Pods and Nodes kwok moves from stage to
+// stage at once (4 each by default): each move is a status patch, a round
+// trip to an API server that a fleet's creates keep busy, and at 4 at a
+// time kwok readied a fleet's Pods at a few per second.
+const kwokConfig = `apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  podPlayStageParallelism: 32
+  nodePlayStageParallelism: 16
+  nodeLeaseParallelism: 16
+`
+
 // startKwok runs kwok, which plays the kubelet of every node: with the
 // stage files it is given, a Node goes Ready and renews its lease, and a
 // Pod bound to one goes Running and Ready (Succeeded once its containers
@@ -33,12 +46,17 @@ func startKwok(ctx context.Context, bin, stages, dir string, a *apiServer) (*pro
 	if err := a.writeKubeconfig(kubeconfig, kwokUser); err != nil {
 		return nil, err
 	}
+	config := filepath.Join(dir, "kwok.yaml")
+	if err := os.WriteFile(config, []byte(kwokConfig), 0o600); err != nil {
+		return nil, fmt.Errorf("kwok: %w", err)
+	}
 	addrs, err := proc.FreeAddrs(1)
 	if err != nil {
 		return nil, err
 	}
 	p, err := proc.Start(proc.Spec{Name: "kwok", Dir: dir, Bin: bin, Args: []string{
 		"--kubeconfig=" + kubeconfig,
+		"--config=" + config,
 		"--config=" + stages,
 		"--manage-all-nodes=true",
 		"--server-address=" + addrs[0].String(),
