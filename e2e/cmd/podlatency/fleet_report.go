@@ -111,13 +111,13 @@ func (r *fleetReport) write(dir string, stdout io.Writer) error {
 func (r *fleetReport) markdown() string {
 	var md strings.Builder
 	fmt.Fprintf(&md, "## Fleet: Pods the control plane sustains under the controllers (%s)\n\n", r.When)
-	md.WriteString("Set-up: " + r.Setup + ". Created: from the first scale until the last Pod was seen (an informer); Ready: until the last " +
-		"was seen Ready (kwok). Failed creates: kube-apiserver's count of Pod creates it refused (apiserver_request_total), which the " +
+	md.WriteString("Set-up: " + r.Setup + ". Created: from the first scale until the last Pod was seen (an informer); Ready: how many " +
+		"kwok had made Ready by then (and, with -fleet-ready, when the last was). Failed creates: kube-apiserver's count of Pod creates it refused (apiserver_request_total), which the " +
 		"controllers retry. Calls and time per call: kube-apiserver's apiserver_admission_webhook_admission_duration_seconds. " +
 		"CPU: /proc of kube-apiserver and of graft's two replicas together, per Pod created.\n\n")
 	for i, round := range r.Rounds {
 		fmt.Fprintf(&md, "### Round %d of %d\n\n", i+1, len(r.Rounds))
-		md.WriteString("| variant | Pods | created in | created/s | Ready in | Ready/s | failed creates | uninjected | calls/create | API server per call | API server CPU/create | graft CPU/create |\n")
+		md.WriteString("| variant | Pods | created in | created/s | Ready by then | all Ready in | failed creates | uninjected | calls/create | API server per call | API server CPU/create | graft CPU/create |\n")
 		md.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, x := range round {
 			calls, call, graftCPU := "—", "—", "—"
@@ -127,8 +127,12 @@ func (r *fleetReport) markdown() string {
 			if x.GraftCPUMS > 0 {
 				graftCPU = fmt.Sprintf("%.3f ms", x.GraftCPUMS)
 			}
-			fmt.Fprintf(&md, "| %s | %d | %.1f s | %.0f | %.1f s | %.0f | %d | %d | %s | %s | %.2f ms | %s |\n",
-				x.Variant, x.Pods, x.CreatedS, x.CreatedPerSec, x.ReadyS, x.ReadyPerSec, x.FailedCreates, x.Uninjected, calls, call, x.APIServerCPUMS, graftCPU)
+			allReady := "—"
+			if x.ReadyS > 0 {
+				allReady = fmt.Sprintf("%.1f s", x.ReadyS)
+			}
+			fmt.Fprintf(&md, "| %s | %d | %.1f s | %.0f | %d | %s | %d | %d | %s | %s | %.2f ms | %s |\n",
+				x.Variant, x.Pods, x.CreatedS, x.CreatedPerSec, x.Ready, allReady, x.FailedCreates, x.Uninjected, calls, call, x.APIServerCPUMS, graftCPU)
 		}
 		md.WriteString("\n")
 	}

@@ -63,6 +63,7 @@ type options struct {
 	nodes, deployments, replicas   int
 	fleetRounds, canaryDeployments int
 	fleetTimeout                   time.Duration
+	fleetReady                     bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -85,7 +86,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.replicas, "replicas", 50, "fleet: replicas each Deployment is scaled to")
 	fs.IntVar(&o.fleetRounds, "fleet-rounds", 1, "fleet: rounds, every variant once in each, the order rotating")
 	fs.IntVar(&o.canaryDeployments, "canary-deployments", 100, "fleet: Deployments rolled out on the canary tag")
-	fs.DurationVar(&o.fleetTimeout, "fleet-timeout", 30*time.Minute, "fleet: how long one variant's Pods may take to be created and Ready")
+	fs.DurationVar(&o.fleetTimeout, "fleet-timeout", 30*time.Minute, "fleet: how long one variant's Pods may take to be created (and Ready)")
+	fs.BoolVar(&o.fleetReady, "fleet-ready", false, "fleet: wait until every Pod is Ready too (kwok's pace), and report when")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
