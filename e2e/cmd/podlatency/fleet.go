@@ -12,8 +12,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -95,11 +97,11 @@ type fleetResult struct {
 // rotating from round to round, then the canary on real rollouts, and
 // writes fleet-latest.{md,json}.
 func runFleet(ctx context.Context, o options, stdout, stderr io.Writer) error {
-	pod, err := corpusPod()
-	if err != nil {
-		return err
-	}
-	var rounds [][]fleetResult
+	pod := fleetPod()
+	var (
+		rounds [][]fleetResult
+		err    error
+	)
 	for round := range o.fleetRounds {
 		res := make([]fleetResult, len(fleetVariants))
 		for k := range fleetVariants {
@@ -135,6 +137,7 @@ func fleetOnce(ctx context.Context, o options, name string, pod *corev1.Pod, std
 	}
 	defer done(&err)
 	c := b.c
+	b.replayFor = pod
 	var (
 		v     variant
 		graft []*cluster.Replica
@@ -273,6 +276,31 @@ func createFleet(ctx context.Context, client kubernetes.Interface, ns string, po
 		return nil
 	})
 	return names, err
+}
+
+// fleetPod is the Pod a fleet's Deployments run, as a user writes one:
+// one container with a port, resource requests, a readiness probe and a
+// scratch volume. It is lighter than the load tests' corpus Pod (two
+// containers and dozens of variables), so ten thousand of them fit a
+// shared 2-core machine's API server and etcd. (The volume matters to
+// replay: with one, graft's patch appends its volumes, as it does to the
+// Pod the API server shows it, which has the token volume.)
+func fleetPod() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "fleet-", Labels: map[string]string{"app": "fleet"}},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{
+				Name: "web", Image: "registry.example/web:1.0",
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi"),
+				}},
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http")}}},
+				VolumeMounts:   []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
+			}},
+			Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		},
+	}
 }
 
 // fleetDeployment is a Deployment of pod: its labels, annotations and

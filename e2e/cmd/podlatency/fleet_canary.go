@@ -65,10 +65,7 @@ func fleetCanary(ctx context.Context, o options, stderr io.Writer) (res canaryRe
 	if err != nil {
 		return res, err
 	}
-	pod, err := corpusPod()
-	if err != nil {
-		return res, err
-	}
+	pod := fleetPod()
 	if err := waitInjecting(ctx, client, v, pod); err != nil {
 		return res, err
 	}

@@ -26,11 +26,11 @@ func newFleetReport(o options, rounds [][]fleetResult, canary canaryResult) *fle
 		Setup: fmt.Sprintf("a cluster on loopback per variant and round: etcd 3.6, kube-apiserver v1.36.3 with its default admission plugins "+
 			"(and --enable-aggregator-routing, so graft is reached through its Service's EndpointSlice), kube-controller-manager and "+
 			"kube-scheduler (client rate limits raised to 2000 requests/s, 10 concurrent Deployment and ReplicaSet syncs), "+
-			"%d kwok nodes; %d Deployments of the small corpus Pod scaled from 0 to %d replicas each at once (%d Pods) by `kubectl scale` "+
+			"%d kwok nodes; %d Deployments of a one-container Pod (a port, requests, a readiness probe) scaled from 0 to %d replicas each at once (%d Pods) by `kubectl scale` "+
 			"patches, 8 at a time. `graft` is two replicas of the real binary, each in its own network namespace, behind a "+
 			"selector-less Service, with deploy/base's webhook registration (service: reference) and guarantee policy; `minimal` "+
 			"and `replay` are podlatency's standard-library webhook answering a fixed patch (one init container; graft's own "+
-			"patch for the corpus Pod) on loopback, reinvocationPolicy Never",
+			"patch for this Pod) on loopback, reinvocationPolicy Never",
 			o.nodes, o.deployments, o.replicas, o.deployments*o.replicas),
 		Rounds: rounds,
 		Canary: canary,
