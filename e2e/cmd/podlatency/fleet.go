@@ -82,7 +82,14 @@ type fleetResult struct {
 	// (apiserver_request_total, POST pods, any code but 201): the
 	// controllers retry them, so they cost time, not Pods.
 	FailedCreates int `json:"failed_creates"`
-	Uninjected    int `json:"uninjected"`
+	// FailedByCode splits them by HTTP code; FailOpen and PolicyDenied
+	// are the API server's counts of calls to the variant's webhook it
+	// failed open on (failurePolicy Ignore) and of Pods graft's guarantee
+	// policy then denied.
+	FailedByCode map[string]int `json:"failed_by_code,omitempty"`
+	FailOpen     int            `json:"webhook_fail_open,omitempty"`
+	PolicyDenied int            `json:"policy_denied,omitempty"`
+	Uninjected   int            `json:"uninjected"`
 	// CallsPerCreate and WebhookMS are the API server's figures for the
 	// variant's webhook.
 	CallsPerCreate float64 `json:"calls_per_create,omitempty"`
@@ -362,7 +369,10 @@ func forEach(ctx context.Context, items []string, f func(context.Context, string
 // fleetSnap is what the fleet phase reads before and after a run.
 type fleetSnap struct {
 	webhooks     map[string]histo.Histogram
-	failed       float64 // Pod creates refused
+	failed       float64            // Pod creates refused
+	failedCodes  map[string]float64 // by HTTP code
+	failOpen     map[string]float64 // by webhook
+	policyDenied float64            // by graft's guarantee policy
 	apiserverCPU time.Duration
 	graftCPU     time.Duration
 }
@@ -379,10 +389,20 @@ func (b *bench) fleetSnapshot(ctx context.Context, graft []*cluster.Replica) (fl
 	s := fleetSnap{
 		webhooks: byLabel(api[webhookDuration], "name", func(m *dto.Metric) bool { return histo.Label(m, "type") == webhookAdmitType }),
 	}
+	s.failedCodes, s.failOpen = map[string]float64{}, map[string]float64{}
 	for _, m := range api["apiserver_request_total"].GetMetric() {
 		if histo.Label(m, "verb") == "POST" && histo.Label(m, "resource") == "pods" &&
 			histo.Label(m, "subresource") == "" && histo.Label(m, "code") != "201" {
 			s.failed += m.GetCounter().GetValue()
+			s.failedCodes[histo.Label(m, "code")] += m.GetCounter().GetValue()
+		}
+	}
+	for _, m := range api["apiserver_admission_webhook_fail_open_count"].GetMetric() {
+		s.failOpen[histo.Label(m, "name")] += m.GetCounter().GetValue()
+	}
+	for _, m := range api["apiserver_validating_admission_policy_check_total"].GetMetric() {
+		if histo.Label(m, "policy") == b.shipped.Policy.Name && histo.Label(m, "enforcement_action") == "deny" {
+			s.policyDenied += m.GetCounter().GetValue()
 		}
 	}
 	if s.apiserverCPU, err = proc.CPUTime(b.c.APIServerPID()); err != nil {
@@ -427,6 +447,18 @@ func fleetFigures(v variant, pods []cluster.SeenPod, start time.Time, before, af
 		r.ReadyPerSec = n / r.ReadyS
 	}
 	r.FailedCreates = int(after.failed - before.failed)
+	for code, n := range after.failedCodes {
+		if d := int(n - before.failedCodes[code]); d > 0 {
+			if r.FailedByCode == nil {
+				r.FailedByCode = map[string]int{}
+			}
+			r.FailedByCode[code] = d
+		}
+	}
+	r.PolicyDenied = int(after.policyDenied - before.policyDenied)
+	if v.webhook != "" {
+		r.FailOpen = int(after.failOpen[v.webhook] - before.failOpen[v.webhook])
+	}
 	if v.webhook != "" {
 		h := after.webhooks[v.webhook].Minus(before.webhooks[v.webhook])
 		r.CallsPerCreate = h.Total / n

@@ -131,8 +131,12 @@ func (r *fleetReport) markdown() string {
 			if x.ReadyS > 0 {
 				allReady = fmt.Sprintf("%.1f s", x.ReadyS)
 			}
-			fmt.Fprintf(&md, "| %s | %d | %.1f s | %.0f | %d | %s | %d | %d | %s | %s | %.2f ms | %s |\n",
-				x.Variant, x.Pods, x.CreatedS, x.CreatedPerSec, x.Ready, allReady, x.FailedCreates, x.Uninjected, calls, call, x.APIServerCPUMS, graftCPU)
+			failed := fmt.Sprint(x.FailedCreates)
+			if x.FailedCreates > 0 {
+				failed += fmt.Sprintf(" (by code %v; fail-open %d, policy denials %d)", x.FailedByCode, x.FailOpen, x.PolicyDenied)
+			}
+			fmt.Fprintf(&md, "| %s | %d | %.1f s | %.0f | %d | %s | %s | %d | %s | %s | %.2f ms | %s |\n",
+				x.Variant, x.Pods, x.CreatedS, x.CreatedPerSec, x.Ready, allReady, failed, x.Uninjected, calls, call, x.APIServerCPUMS, graftCPU)
 		}
 		md.WriteString("\n")
 	}
