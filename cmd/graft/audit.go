@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -14,10 +12,6 @@ import (
 	"github.com/graftdev/graft/internal/live"
 	"github.com/graftdev/graft/internal/offline"
 )
-
-// auditMemoryLimit is graft audit's soft memory limit (runtime/debug),
-// well above what a LIST page and the per-workload counts hold.
-const auditMemoryLimit = 96 << 20
 
 // exitFound is audit's exit code when a Pod is in a --fail-on class (1 is
 // any error, as for every command).
@@ -108,14 +102,7 @@ func runAudit(cmd *cobra.Command, f *auditFlags) error {
 		return err
 	}
 	// The Pods stream out as they are classified: a fleet's report is
-	// never held whole. What classifying leaves behind is garbage at once,
-	// but a garbage collector short of CPU (a busy node) lets the heap
-	// run ahead of it: one run over 100,000 Pods peaked at 70 MiB, the next
-	// on a loaded machine at 194 MiB. A soft limit makes the collector
-	// keep up instead, unless GOMEMLIMIT says otherwise.
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(auditMemoryLimit)
-	}
+	// never held whole.
 	start := time.Now()
 	out, err := audit.NewWriter(cmd.OutOrStdout(), f.output, f.workloads, start)
 	if err != nil {
