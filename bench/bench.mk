@@ -8,12 +8,15 @@ BENCH_RESULTS := bench/results
 BENCHRUN      := $(BENCH_BIN)/benchrun
 # Extra benchrun flags, e.g. BENCH_FLAGS='-corpora small -d 10s'.
 BENCH_FLAGS   ?=
+# Extra flags of podlatency's fleet phase, e.g. BENCH_FLEET_FLAGS='-fleet-rounds 3'
+# or, for a quick look, '-nodes 10 -deployments 20 -replicas 10 -canary-deployments 20'.
+BENCH_FLEET_FLAGS ?=
 # Extra podlatency flags, e.g. BENCH_E2E_FLAGS='-n 200 -burst 100' or
 # BENCH_E2E_FLAGS='-cpuprofile /tmp/prof' (a kube-apiserver CPU profile per variant).
 BENCH_E2E_FLAGS ?=
 BENCH_PEERS    = -graft $(BIN)/graft -conventional $(BENCH_BIN)/conventional -floor $(BENCH_BIN)/floor
 
-.PHONY: bench bench-tools bench-load bench-quick bench-profile bench-e2e bench-audit
+.PHONY: bench bench-tools bench-load bench-quick bench-profile bench-e2e bench-audit bench-audit-fleet bench-fleet
 
 ## bench-tools: the harness, the load generator and the two peer servers.
 bench-tools:
@@ -44,3 +47,11 @@ bench-e2e: e2e-deps bench-tools
 ## bench-audit: graft audit over 10,000 Pods in a real kube-apiserver: wall time and peak RSS of the child, median of 5 runs.
 bench-audit: e2e-deps
 	cd e2e && $(E2E_ENV) $(GO) run ./cmd/auditload $(BENCH_AUDIT_FLAGS)
+
+## bench-audit-fleet: graft audit at 10,000 Pods and again at 100,000 (Pods added in between): wall time and peak RSS, median of 3 runs at each size.
+bench-audit-fleet: e2e-deps
+	cd e2e && $(E2E_ENV) $(GO) run ./cmd/auditload -pods 10000,100000 -runs 3 $(BENCH_AUDIT_FLAGS)
+
+## bench-fleet: 100 simulated nodes, 200 Deployments scaled from 0 to 50 by the controllers (10,000 Pods) through graft's two replicas behind its Service, no webhook, the minimal webhook and its replay of graft's patch, each on a fresh cluster; and a canary tag over 100 rolled-out Deployments; writes bench/results/fleet-latest.{md,json}. Needs root (network namespaces).
+bench-fleet: e2e-deps
+	cd e2e && $(E2E_ENV) $(GO) run ./cmd/podlatency -fleet -out ../$(BENCH_RESULTS) $(BENCH_FLEET_FLAGS)
