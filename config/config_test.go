@@ -58,10 +58,26 @@ server:
 	}
 }
 
+// TestParseEmpty: a file holding no configuration is refused, never taken
+// for the built-in defaults: it is what a file rewritten in place holds
+// for a moment.
+func TestParseEmpty(t *testing.T) {
+	for _, data := range []string{"", "\n\n", "# soon\n", "---\n", "--- # x\n", "null\n", "~\n", "  \n \n"} {
+		_, err := Parse("graft.yaml", []byte(data))
+		if !errors.Is(err, ErrEmpty) || !IsError(err) {
+			t.Errorf("%q: error %v, want a config *Error for ErrEmpty", data, err)
+			continue
+		}
+		if !strings.HasPrefix(err.Error(), "graft.yaml: no configuration") {
+			t.Errorf("%q: message %q", data, err)
+		}
+	}
+}
+
 // TestParseWithoutProfiles: a file naming no profiles gets the built-in
 // ones, and a file without apiVersion and kind is read as this version.
 func TestParseWithoutProfiles(t *testing.T) {
-	for _, data := range []string{"", "server: {addr: ':1'}\n", "defaultProfile: agent\n"} {
+	for _, data := range []string{"{}", "server: {addr: ':1'}\n", "defaultProfile: agent\n"} {
 		f, err := Parse("graft.yaml", []byte(data))
 		if err != nil {
 			t.Fatalf("%q: %v", data, err)
