@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,28 +74,41 @@ type Server struct {
 }
 
 // New loads the configuration, templates and certificate, builds the
-// engine and binds the listeners. Nothing is served until Run.
-func New(o Options) (s *Server, err error) {
+// engine and binds the listeners. Nothing is served until Run. When it
+// fails, nothing is left behind: listeners bound so far are closed and a
+// self-signed certificate directory is removed; the error names what
+// failed (the file, the address) and why.
+func New(o Options) (*Server, error) {
 	if o.Logger == nil || o.Registry == nil {
 		return nil, errors.New("webhook: Logger and Registry are required")
 	}
-	s = &Server{opts: o, log: o.Logger, now: o.Clock, bufs: newRespPool(), conns: newConnSet(), endDrain: make(chan struct{})}
+	s := &Server{opts: o, log: o.Logger, now: o.Clock, bufs: newRespPool(), conns: newConnSet(), endDrain: make(chan struct{})}
 	if s.now == nil {
 		s.now = time.Now
 	}
+	if err := s.init(o); err != nil {
+		s.release()
+		return nil, err
+	}
+	return s, nil
+}
+
+// init is New's work; on error the caller releases what it made.
+func (s *Server) init(o Options) error {
+	var err error
 	if s.metrics, err = newMetrics(o.Registry); err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
+		return fmt.Errorf("metrics: %w", err)
 	}
 	s.metricsHandler = fasthttpadaptor.NewFastHTTPHandler(
 		promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 
 	l, err := load(o.ConfigPath, o.Override)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	st, err := l.build(s.metrics, o.Clock)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.state.Store(st)
 	if o.Level != nil {
@@ -103,35 +117,30 @@ func New(o Options) (s *Server, err error) {
 		}
 	}
 
-	defer func() {
-		if err != nil {
-			s.release()
-		}
-	}()
 	cfg := st.settings
 	certFile, keyFile := cfg.TLSCert, cfg.TLSKey
 	if certFile == "" {
 		if s.certDir, err = selfSigned(s.log); err != nil {
-			return nil, err
+			return err
 		}
-		certFile, keyFile = s.certDir+"/"+certgen.CertFile, s.certDir+"/"+certgen.KeyFile
+		certFile, keyFile = filepath.Join(s.certDir, certgen.CertFile), filepath.Join(s.certDir, certgen.KeyFile)
 	}
 	rep := tlsReporter{log: s.log, metrics: s.metrics, hook: o.OnCertReload}
 	if s.certs, err = newCertReloader(certFile, keyFile, rep); err != nil {
-		return nil, err
+		return err
 	}
 	tlsCfg, err := s.tlsConfig(cfg, rep)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
+	ln, err := listen("webhook", cfg.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
+		return err
 	}
 	s.tlsLn = &connListener{Listener: ln, tls: tlsCfg, set: s.conns,
 		readTimeout: cfg.ReadTimeout.Duration, idleTimeout: cfg.IdleTimeout.Duration}
-	if s.adminLn, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
-		return nil, fmt.Errorf("listen %s: %w", cfg.AdminAddr, err)
+	if s.adminLn, err = listen("admin", cfg.AdminAddr); err != nil {
+		return err
 	}
 	s.tlsSrv = s.fasthttpServer(cfg, s.serveTLS)
 	s.tlsSrv.MaxRequestsPerConn = cfg.MaxConnRequests
@@ -146,7 +155,21 @@ func New(o Options) (s *Server, err error) {
 		zap.Bool("client_auth", cfg.ClientCA != ""),
 		zap.Strings("templates", l.set.Names()),
 		zap.String("default_profile", st.eng.DefaultProfile()))
-	return s, nil
+	return nil
+}
+
+// listen binds addr for the named port. Its error names the port and the
+// address once ("webhook address 127.0.0.1:8443: bind: address already in
+// use"), not the dial operation.
+func listen(port, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if oe, ok := errors.AsType[*net.OpError](err); ok && oe.Err != nil {
+			err = oe.Err
+		}
+		return nil, fmt.Errorf("%s address %q: %w", port, addr, err)
+	}
+	return ln, nil
 }
 
 func (s *Server) tlsConfig(cfg config.Server, rep tlsReporter) (*tls.Config, error) {
