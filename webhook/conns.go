@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -54,45 +55,66 @@ const (
 // retireNow is a read deadline in the past: it wakes a blocked reader.
 var retireNow = time.Unix(1, 0)
 
-// connListener accepts TCP connections and hands fasthttp TLS connections
-// that set tracks until they close.
+// connListener accepts TCP connections within limits and hands fasthttp
+// TLS connections that set tracks until they close.
 type connListener struct {
 	net.Listener
-	tls *tls.Config
-	set *connSet
-	// readTimeout bounds reading a request; idleTimeout the wait for one.
-	readTimeout, idleTimeout time.Duration
+	tls    *tls.Config
+	set    *connSet
+	limits *connLimits
+	timeouts
+}
+
+// timeouts are the webhook connections' own (see config.Server); fasthttp
+// applies the idle timeout between requests.
+type timeouts struct {
+	// handshake bounds the TLS handshake; firstRequest the wait for the
+	// first request after it; read, reading a request.
+	handshake, firstRequest, read time.Duration
 }
 
 func (l *connListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
+	c, addr, err := acceptLimited(l.Listener, l.limits)
 	if err != nil {
 		return nil, err
 	}
-	raw := &rawConn{Conn: c, readTimeout: l.readTimeout}
-	sc := &serverConn{Conn: tls.Server(raw, l.tls), raw: raw, set: l.set, idleTimeout: l.idleTimeout}
+	raw := &rawConn{Conn: c, readTimeout: l.read}
+	sc := &serverConn{Conn: tls.Server(raw, l.tls), raw: raw, set: l.set, limits: l.limits, addr: addr,
+		timeouts: l.timeouts, opened: time.Now()}
 	l.set.add(sc)
 	return sc, nil
 }
 
 // serverConn is what fasthttp serves: a *tls.Conn (its methods stay
-// visible, so fasthttp sees TLS) that leaves the set when it closes and
-// can be marked to close gently (see linger.go). Only its own fasthttp
-// goroutine reads it and sets its deadlines.
+// visible, so fasthttp sees TLS) that leaves the set and its limits when
+// it closes and can be marked to close gently (see linger.go). Only its
+// own fasthttp goroutine reads it and sets its deadlines.
 type serverConn struct {
 	*tls.Conn
-	raw         *rawConn
-	set         *connSet
-	idleTimeout time.Duration
-	linger      atomic.Bool
+	raw    *rawConn
+	set    *connSet
+	limits *connLimits
+	addr   netip.Addr
+	opened time.Time
+	timeouts
+	linger atomic.Bool
+	closed atomic.Bool
 	// awaitFirst: handshake done, no request yet.
 	awaitFirst bool
+	head       headScan
+	// bodyRead: the handler read the current request's body whole.
+	bodyRead bool
 }
 
-// Handshake is called by fasthttp before the first request. A client that
-// has opened a connection keeps it in its pool until it needs it, so from
-// here it is idle.
+// Handshake is called by fasthttp before the first request, within the
+// handshake timeout. A client that has opened a connection keeps it in
+// its pool until it needs it, so from here it is idle.
 func (c *serverConn) Handshake() error {
+	if c.handshake > 0 {
+		if err := c.raw.SetDeadline(time.Now().Add(c.handshake)); err != nil {
+			return err
+		}
+	}
 	if err := c.Conn.Handshake(); err != nil {
 		return err
 	}
@@ -103,12 +125,16 @@ func (c *serverConn) Handshake() error {
 
 // Read notes the first bytes of each request: the connection is active,
 // reading the request is bounded by the read timeout, and a retire that
-// came too late is undone.
+// came too late is undone. It also scans the request head (strict.go).
 func (c *serverConn) Read(p []byte) (int, error) {
+	if c.head.bareLF {
+		return 0, errBareLF
+	}
 	n, err := c.Conn.Read(p)
 	if n == 0 {
 		return n, err
 	}
+	c.head.scan(p[:n])
 	switch c.raw.phase.Swap(connActive) {
 	case connActive:
 		return n, err
@@ -123,13 +149,14 @@ func (c *serverConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// SetReadDeadline gives the wait for a connection's first request the idle
-// timeout, like the wait for every later one (fasthttp would give it the
-// read timeout): an unused new connection is idle in the client's pool,
-// and ending it there races the client's next request.
+// SetReadDeadline gives the wait for a connection's first request the
+// first-request timeout (fasthttp would give it the read timeout): an
+// unused new connection may be idle in the client's pool, and ending it
+// there can race the client's next request, so it waits longer than a
+// request takes to read (see config.Server.FirstRequestTimeout).
 func (c *serverConn) SetReadDeadline(t time.Time) error {
 	if c.awaitFirst && !t.IsZero() {
-		t = time.Now().Add(c.idleTimeout)
+		t = time.Now().Add(c.firstRequest)
 	}
 	return c.raw.SetReadDeadline(t)
 }
@@ -142,7 +169,10 @@ func (c *serverConn) SetDeadline(t time.Time) error {
 }
 
 func (c *serverConn) Close() error {
-	c.set.remove(c)
+	if !c.closed.Swap(true) {
+		c.set.remove(c)
+		c.limits.release(c.addr)
+	}
 	if c.linger.Load() {
 		return c.closeGently()
 	}
@@ -154,6 +184,7 @@ func (c *serverConn) Close() error {
 func markIdle(c net.Conn, st fasthttp.ConnState) {
 	if sc, ok := c.(*serverConn); ok && st == fasthttp.StateIdle {
 		sc.raw.phase.CompareAndSwap(connActive, connIdle)
+		sc.head.reset()
 	}
 }
 

@@ -71,7 +71,20 @@ type Server struct {
 	retireEvery      time.Duration
 	rotate           rotation
 	metricsHandler   fasthttp.RequestHandler
+	// metricsOnWebhookPort: config.Server.MetricsOnWebhookPort.
+	metricsOnWebhookPort bool
+	// bodies bounds the bytes request bodies hold (body.go).
+	bodies *bodyBudget
 }
+
+// The admin port's bounds. It serves probes (the kubelet opens a
+// connection per probe and closes it), scrapers (one kept-alive
+// connection each) and nothing with a body.
+const (
+	adminMaxConns           = 256
+	adminMaxConnsPerAddress = 32
+	adminMaxBodyBytes       = 4 << 10
+)
 
 // New loads the configuration, templates and certificate, builds the
 // engine and binds the listeners. Nothing is served until Run. When it
@@ -138,16 +151,29 @@ func (s *Server) init(o Options) error {
 		return err
 	}
 	s.tlsLn = &connListener{Listener: ln, tls: tlsCfg, set: s.conns,
-		readTimeout: cfg.ReadTimeout.Duration, idleTimeout: cfg.IdleTimeout.Duration}
-	if s.adminLn, err = listen("admin", cfg.AdminAddr); err != nil {
+		limits: newConnLimits(cfg.MaxConns, cfg.MaxConnsPerAddress, s.metrics, portWebhook),
+		timeouts: timeouts{handshake: cfg.HandshakeTimeout.Duration, firstRequest: cfg.FirstRequestTimeout.Duration,
+			read: cfg.ReadTimeout.Duration}}
+	adminLn, err := listen("admin", cfg.AdminAddr)
+	if err != nil {
 		return err
 	}
+	s.adminLn = &limitListener{Listener: adminLn, limits: newConnLimits(adminMaxConns, adminMaxConnsPerAddress, s.metrics, portAdmin)}
+	s.bodies = newBodyBudget(cfg.MaxBodyBytesInFlight, s.metrics)
+	s.metricsOnWebhookPort = cfg.MetricsOnWebhookPort
+
 	s.tlsSrv = s.fasthttpServer(cfg, s.serveTLS)
 	s.tlsSrv.MaxRequestsPerConn = cfg.MaxConnRequests
 	s.tlsSrv.ConnState = markIdle
+	// The handler reads bodies itself (body.go).
+	s.tlsSrv.StreamRequestBody = true
+	s.tlsSrv.MaxRequestBodySize = cfg.MaxBodyBytes
+	s.tlsSrv.HeaderReceived = oversizedFirst(cfg.MaxBodyBytes)
 	s.rotate = rotation{maxAge: cfg.MaxConnAge.Duration}
 	s.retireEvery = min(cfg.DrainDelay.Duration/4, retireSweep)
-	s.adminSrv = s.fasthttpServer(cfg, s.handleAdmin)
+	s.adminSrv = s.fasthttpServer(cfg, s.serveAdmin)
+	s.adminSrv.ConnState = resetHead
+	s.adminSrv.MaxRequestBodySize = adminMaxBodyBytes
 	s.log.Info("graft webhook listening",
 		zap.String("addr", s.tlsLn.Addr().String()),
 		zap.String("admin_addr", s.adminLn.Addr().String()),
@@ -194,6 +220,11 @@ func (s *Server) tlsConfig(cfg config.Server, rep tlsReporter) (*tls.Config, err
 	return tc, nil
 }
 
+// fasthttpServer is either port's server; the caller sets the body
+// limits. ReduceMemoryUsage gives the read and write buffers back while a
+// connection waits for a request, and the request context while it waits
+// for the first byte: an idle connection then holds its goroutine and its
+// TLS state, not 20 KiB of buffers.
 func (s *Server) fasthttpServer(cfg config.Server, h fasthttp.RequestHandler) *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler:                      h,
@@ -202,11 +233,25 @@ func (s *Server) fasthttpServer(cfg config.Server, h fasthttp.RequestHandler) *f
 		ReadTimeout:                  cfg.ReadTimeout.Duration,
 		WriteTimeout:                 cfg.WriteTimeout.Duration,
 		IdleTimeout:                  cfg.IdleTimeout.Duration,
-		MaxRequestBodySize:           cfg.MaxBodyBytes,
 		ReadBufferSize:               8 << 10,
 		DisablePreParseMultipartForm: true,
 		CloseOnShutdown:              true,
+		ReduceMemoryUsage:            true,
 		Logger:                       fasthttpLogger{s.log},
+	}
+}
+
+// oversizedFirst is the webhook server's HeaderReceived hook. A streamed
+// body is read up to 8 KiB before the handler runs, even one declared
+// over the limit; for those it reads one byte instead, so that the
+// handler refuses them with 413 at once rather than after 8 KiB that may
+// never come.
+func oversizedFirst(maxBodyBytes int) func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+	return func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+		if h.ContentLength() > maxBodyBytes {
+			return fasthttp.RequestConfig{MaxRequestBodySize: 1}
+		}
+		return fasthttp.RequestConfig{}
 	}
 }
 
@@ -215,6 +260,12 @@ func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	var netErr net.Error
 	switch {
+	case errors.Is(err, errBareLF):
+		// The client may still be sending the body: let it, so that it
+		// reads this answer (see lingerConn).
+		markLinger(ctx.Conn())
+		s.metrics.refusal(refusedBareLF).Inc()
+		ctx.Error(errBareLF.Error()+"\n", fasthttp.StatusBadRequest)
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		// The body was not read: let the client finish sending so it can
 		// read this answer (see lingerConn).
