@@ -193,3 +193,49 @@ func isTimeout(err error) bool {
 	ne, ok := errors.AsType[net.Error](err)
 	return ok && ne.Timeout()
 }
+
+// FuzzHeadScan: on any bytes, split anywhere, the scanner finds a bare LF
+// exactly when a line of the head (up to the first CRLF CRLF) ends with
+// one.
+func FuzzHeadScan(f *testing.F) {
+	for _, s := range []string{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "GET / HTTP/1.1\nHost: x\n\n", "\n", "\r\n\r\n\n", "a\r\rb\n"} {
+		f.Add([]byte(s), uint16(3))
+	}
+	f.Fuzz(func(t *testing.T, in []byte, split uint16) {
+		want := false
+		for i, b := range in {
+			if i >= 3 && string(in[i-3:i+1]) == "\r\n\r\n" {
+				break
+			}
+			if b == '\n' && (i == 0 || in[i-1] != '\r') {
+				want = true
+				break
+			}
+		}
+		at := int(split) % (len(in) + 1)
+		var h headScan
+		h.scan(in[:at])
+		h.scan(in[at:])
+		if h.bareLF != want {
+			t.Fatalf("%q split at %d: bareLF %v, want %v", in, at, h.bareLF, want)
+		}
+	})
+}
+
+// FuzzHasField: hasField agrees with splitting the head into lines.
+func FuzzHasField(f *testing.F) {
+	for _, s := range []string{"Content-Length: 3\r\n", "Host: x\r\ncontent-length:1\r\n", "Content-Length", "x\ncontent-length: 1"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		want := false
+		for _, line := range strings.Split(string(raw), "\n") {
+			if k, _, ok := strings.Cut(line, ":"); ok && strings.EqualFold(k, "content-length") {
+				want = true
+			}
+		}
+		if got := hasField(raw, "content-length"); got != want {
+			t.Fatalf("%q: hasField %v, want %v", raw, got, want)
+		}
+	})
+}
