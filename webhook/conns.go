@@ -74,7 +74,7 @@ type timeouts struct {
 }
 
 func (l *connListener) Accept() (net.Conn, error) {
-	c, addr, err := acceptLimited(l.Listener, l.limits)
+	c, addr, err := acceptLimited(l.Listener, l.limits, l.set.evictIdle)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func (c *serverConn) Handshake() error {
 		return err
 	}
 	c.awaitFirst = true
-	c.raw.phase.CompareAndSwap(connActive, connIdle)
+	c.raw.setIdle()
 	return nil
 }
 
@@ -183,7 +183,7 @@ func (c *serverConn) Close() error {
 // connection whose response is written waits for the next request.
 func markIdle(c net.Conn, st fasthttp.ConnState) {
 	if sc, ok := c.(*serverConn); ok && st == fasthttp.StateIdle {
-		sc.raw.phase.CompareAndSwap(connActive, connIdle)
+		sc.raw.setIdle()
 		sc.head.reset()
 	}
 }
@@ -192,10 +192,30 @@ func markIdle(c net.Conn, st fasthttp.ConnState) {
 // reader's own goroutine, how a retired idle connection ends.
 type rawConn struct {
 	net.Conn
-	phase       atomic.Int32
+	phase atomic.Int32
+	// idleSince is when the connection last turned idle (Unix ns).
+	idleSince   atomic.Int64
 	readTimeout time.Duration
 	// retireMu makes a retire's phase change and wake-up one step.
 	retireMu sync.Mutex
+}
+
+// setIdle notes that the connection waits for a request.
+func (c *rawConn) setIdle() {
+	c.idleSince.Store(time.Now().UnixNano())
+	c.phase.CompareAndSwap(connActive, connIdle)
+}
+
+// evict wakes the reader of an idle connection to end it, as retire
+// does, whether or not a sweep has seen it idle.
+func (c *rawConn) evict() bool {
+	c.retireMu.Lock()
+	defer c.retireMu.Unlock()
+	if !c.phase.CompareAndSwap(connIdle, connRetiring) && !c.phase.CompareAndSwap(connIdleSeen, connRetiring) {
+		return false
+	}
+	_ = c.Conn.SetReadDeadline(retireNow)
+	return true
 }
 
 // retire wakes the reader of an idle connection to end it, if the
@@ -298,6 +318,29 @@ func (s *connSet) sweep() int {
 		c.raw.phase.CompareAndSwap(connIdle, connIdleSeen)
 	}
 	return n
+}
+
+// evictIdle ends the connection from addr that has been idle longest, if
+// one has been idle at least evictMinIdle, and reports whether it did.
+// The connection's own reader ends it (see rawConn.Read): a request the
+// client sent just before is still served.
+func (s *connSet) evictIdle(addr netip.Addr) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	limit := time.Now().Add(-evictMinIdle).UnixNano()
+	var victim *serverConn
+	for c := range s.m {
+		if c.addr != addr {
+			continue
+		}
+		if p := c.raw.phase.Load(); p != connIdle && p != connIdleSeen {
+			continue
+		}
+		if since := c.raw.idleSince.Load(); since <= limit && (victim == nil || since < victim.raw.idleSince.Load()) {
+			victim = c
+		}
+	}
+	return victim != nil && victim.raw.evict()
 }
 
 // closeAll closes every connection's socket, for when the shutdown grace

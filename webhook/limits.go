@@ -5,21 +5,32 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Open connections cost memory whatever they carry (config.Server's
 // defaults give the figures), so each port bounds them, in all and per
-// client address. A connection over a bound is closed as it is accepted,
-// before the TLS handshake, which is the cheapest moment: a client
-// opening connections in a loop costs an accept and a close each.
+// client address. A connection over the per-address bound is closed as
+// it is accepted, before the TLS handshake, which is the cheapest moment:
+// a client opening connections in a loop costs an accept and a close
+// each.
 //
 // The bounds are far above what API servers open (see
 // config.DefaultMaxConns): they stop a client that opens connections
 // without end, and the per-address bound keeps one such client from
-// taking the whole port. Many clients from many addresses can still fill
-// it; the shipped NetworkPolicy narrows who may connect at all.
+// taking the whole port. Clients from several addresses can together fill
+// the port; then a new connection from an address under its own bound
+// takes the place of the connection idle longest (at least evictMinIdle)
+// from the address holding the most, so that an API server still gets in
+// while others hold idle connections. Only when that address's
+// connections are all busy is the new one refused.
+
+// evictMinIdle is how long a connection must have been idle to be
+// evicted for a new one: a connection just answered may be about to carry
+// its client's next request.
+const evictMinIdle = time.Second
 
 // Refusal reasons, the reason label of graft_connections_refused_total.
 const (
@@ -38,6 +49,7 @@ type connLimits struct {
 
 	open                   prometheus.Gauge
 	refusedAll, refusedOne prometheus.Counter
+	evicted                prometheus.Counter
 }
 
 func newConnLimits(maxTotal, maxPerAddr int, m *metrics, port string) *connLimits {
@@ -47,26 +59,48 @@ func newConnLimits(maxTotal, maxPerAddr int, m *metrics, port string) *connLimit
 		open:       m.conns.WithLabelValues(port),
 		refusedAll: m.connsRefused.WithLabelValues(port, refusedTotal),
 		refusedOne: m.connsRefused.WithLabelValues(port, refusedPerAddress),
+		evicted:    m.connsEvicted.WithLabelValues(port),
 	}
 }
 
 // acquire counts a connection from addr, or refuses it (false) when a
-// bound is reached.
-func (l *connLimits) acquire(addr netip.Addr) bool {
+// bound is reached. At the total bound, evict (nil: none) may end an idle
+// connection of the address holding the most to make room; the new one
+// is then counted at once, its victim when it has closed.
+func (l *connLimits) acquire(addr netip.Addr, evict func(netip.Addr) bool) bool {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch {
-	case l.maxTotal > 0 && l.total >= l.maxTotal:
-		l.refusedAll.Inc()
-		return false
-	case l.maxPerAddr > 0 && l.perAddr[addr] >= l.maxPerAddr:
+	if l.maxPerAddr > 0 && l.perAddr[addr] >= l.maxPerAddr {
 		l.refusedOne.Inc()
+		l.mu.Unlock()
 		return false
+	}
+	if l.maxTotal > 0 && l.total >= l.maxTotal {
+		busiest := l.busiest()
+		l.mu.Unlock()
+		if evict == nil || !evict(busiest) {
+			l.refusedAll.Inc()
+			return false
+		}
+		l.evicted.Inc()
+		l.mu.Lock()
 	}
 	l.total++
 	l.perAddr[addr]++
 	l.open.Inc()
+	l.mu.Unlock()
 	return true
+}
+
+// busiest is the address holding the most connections.
+func (l *connLimits) busiest() netip.Addr {
+	var top netip.Addr
+	n := 0
+	for a, k := range l.perAddr {
+		if k > n || (k == n && a.Less(top)) {
+			top, n = a, k
+		}
+	}
+	return top
 }
 
 func (l *connLimits) release(addr netip.Addr) {
@@ -84,14 +118,14 @@ func (l *connLimits) release(addr netip.Addr) {
 // acceptLimited accepts from ln until a connection is within limits; the
 // others are closed at once. The caller releases the address returned
 // when the connection closes.
-func acceptLimited(ln net.Listener, limits *connLimits) (net.Conn, netip.Addr, error) {
+func acceptLimited(ln net.Listener, limits *connLimits, evict func(netip.Addr) bool) (net.Conn, netip.Addr, error) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			return nil, netip.Addr{}, err
 		}
 		addr := remoteAddr(c)
-		if limits.acquire(addr) {
+		if limits.acquire(addr, evict) {
 			return c, addr, nil
 		}
 		_ = c.Close()
@@ -115,7 +149,7 @@ type limitListener struct {
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
-	c, addr, err := acceptLimited(l.Listener, l.limits)
+	c, addr, err := acceptLimited(l.Listener, l.limits, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -132,10 +132,12 @@ func TestLargeBodies(t *testing.T) {
 
 // TestConnectionLimits: past maxConnsPerAddress a client's new
 // connections are closed as they are accepted, before any handshake,
-// while other addresses still connect; past maxConns every new one is.
-// A closed connection frees its place.
+// while other addresses still connect. At maxConns a new connection
+// takes the place of the connection idle longest (a second or more) from
+// the address holding the most, and is refused when there is none. A
+// closed connection frees its place.
 func TestConnectionLimits(t *testing.T) {
-	ts := startServer(t, serverSetup{override: func(s *config.Server) { s.MaxConns, s.MaxConnsPerAddress = 4, 2 }})
+	ts := startServer(t, serverSetup{override: func(s *config.Server) { s.MaxConns, s.MaxConnsPerAddress = 4, 3 }})
 	addr := ts.Addr().String()
 	handshake := func(src string) (*tls.Conn, error) {
 		c, err := dialFrom(addr, src)
@@ -164,31 +166,39 @@ func TestConnectionLimits(t *testing.T) {
 		held = append(held, c)
 		return c
 	}
+	counter := func(name string, labels ...string) float64 {
+		return metric(t, ts.reg, name, append([]string{"port", "webhook"}, labels...)...)
+	}
 	refused := func(src, reason string, want float64) {
 		t.Helper()
 		if c, err := handshake(src); err == nil {
 			c.Close()
 			t.Fatalf("connection from %s accepted over the limits", src)
 		}
-		if got := metric(t, ts.reg, "graft_connections_refused_total", "port", "webhook", "reason", reason); got != want {
+		if got := counter("graft_connections_refused_total", "reason", reason); got != want {
 			t.Errorf("refused{%s} = %v, want %v", reason, got, want)
 		}
 	}
-	first := hold("127.0.0.2")
+	oldest := hold("127.0.0.2")
+	hold("127.0.0.2")
 	hold("127.0.0.2")
 	refused("127.0.0.2", refusedPerAddress, 1)
 	hold("127.0.0.3")
-	hold("127.0.0.3")
+	// Full, and no connection idle long enough to give way.
 	refused("127.0.0.4", refusedTotal, 1)
-	if got := metric(t, ts.reg, "graft_connections", "port", "webhook"); got != 4 {
-		t.Errorf("graft_connections{webhook} = %v, want 4", got)
+
+	time.Sleep(evictMinIdle + 100*time.Millisecond)
+	newcomer := hold("127.0.0.4")
+	if _, err := readWithin(t, oldest, 5*time.Second); !errors.Is(err, io.EOF) && !isReset(err) {
+		t.Errorf("the longest idle connection of the busiest address: read %v, want it ended", err)
 	}
-	first.Close()
-	waitFor(t, "the closed connection to leave", func() bool { return metric(t, ts.reg, "graft_connections", "port", "webhook") == 3 })
-	c := hold("127.0.0.2")
-	status, _, _ := exchange(t, c, rawReview(corpus.Review(corpus.Small)), 10*time.Second)
+	if got := counter("graft_connections_evicted_total"); got != 1 {
+		t.Errorf("evicted = %v, want 1", got)
+	}
+	waitFor(t, "the evicted connection to leave", func() bool { return counter("graft_connections") == 4 })
+	status, _, _ := exchange(t, newcomer, rawReview(corpus.Review(corpus.Small)), 10*time.Second)
 	if status != http.StatusOK {
-		t.Errorf("review on a connection within the limits: %d", status)
+		t.Errorf("review on the connection that took the evicted one's place: %d", status)
 	}
 }
 

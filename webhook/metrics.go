@@ -46,6 +46,7 @@ type metrics struct {
 	// requests refused before the engine, bound by reason.
 	conns        *prometheus.GaugeVec
 	connsRefused *prometheus.CounterVec
+	connsEvicted *prometheus.CounterVec
 	bodyBytes    prometheus.Gauge
 	refusals     map[string]prometheus.Counter
 }
@@ -104,6 +105,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: "graft_connections_refused_total",
 		Help: "Connections closed as they were accepted, by port and the bound they were over (total, per_address).",
 	}, []string{"port", "reason"})
+	m.connsEvicted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "graft_connections_evicted_total",
+		Help: "Idle connections ended to make room for a new one at the total bound, by port.",
+	}, []string{"port"})
 	m.bodyBytes = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "graft_request_body_bytes",
 		Help: "Bytes request bodies hold now, out of server.maxBodyBytesInFlight.",
@@ -121,11 +126,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.conns.WithLabelValues(port)
 		m.connsRefused.WithLabelValues(port, refusedTotal)
 		m.connsRefused.WithLabelValues(port, refusedPerAddress)
+		m.connsEvicted.WithLabelValues(port)
 	}
 
 	for _, c := range []prometheus.Collector{
 		m.requests, m.injections, m.duration, m.patchBytes, m.inflight, m.certExpiry,
-		reloads, tlsReloads, skips, failures, m.conns, m.connsRefused, m.bodyBytes, refusals,
+		reloads, tlsReloads, skips, failures, m.conns, m.connsRefused, m.connsEvicted, m.bodyBytes, refusals,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {

@@ -87,7 +87,7 @@ func wantMetrics(t *testing.T, c *http.Client, base string) {
 		"graft_admission_requests_total", "graft_admission_duration_seconds_bucket", "graft_injections_total",
 		"graft_skips_total", "graft_admission_failures_total", "graft_patch_bytes_bucket",
 		"graft_inflight_requests", "graft_config_reloads_total", "graft_tls_certificate_expiry_timestamp_seconds",
-		"graft_connections", "graft_connections_refused_total", "graft_request_body_bytes", "graft_http_refusals_total",
+		"graft_connections", "graft_connections_refused_total", "graft_connections_evicted_total", "graft_request_body_bytes", "graft_http_refusals_total",
 		"go_goroutines", "process_cpu_seconds_total",
 		`graft_admission_duration_seconds_bucket{le="5e-05"}`, `graft_admission_duration_seconds_bucket{le="1"}`,
 	} {
