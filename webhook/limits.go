@@ -21,11 +21,13 @@ import (
 // config.DefaultMaxConns): they stop a client that opens connections
 // without end, and the per-address bound keeps one such client from
 // taking the whole port. Clients from several addresses can together fill
-// the port; then a new connection from an address under its own bound
-// takes the place of the connection idle longest (at least evictMinIdle)
-// from the address holding the most, so that an API server still gets in
-// while others hold idle connections. Only when that address's
-// connections are all busy is the new one refused.
+// the port; then a new connection from an address holding less than half
+// as many as the address holding the most takes the place of that
+// address's connection idle longest (at least evictMinIdle), so that an
+// API server still gets in while others hold idle connections. Otherwise,
+// or when none of that address's connections is idle, it is refused:
+// addresses holding about as many as each other do not take each other's
+// places, which would only trade one handshake for another.
 
 // evictMinIdle is how long a connection must have been idle to be
 // evicted for a new one: a connection just answered may be about to carry
@@ -65,8 +67,9 @@ func newConnLimits(maxTotal, maxPerAddr int, m *metrics, port string) *connLimit
 
 // acquire counts a connection from addr, or refuses it (false) when a
 // bound is reached. At the total bound, evict (nil: none) may end an idle
-// connection of the address holding the most to make room; the new one
-// is then counted at once, its victim when it has closed.
+// connection of the address holding the most to make room for an address
+// holding less than half as many; the new one is then counted at once,
+// its victim when it has closed.
 func (l *connLimits) acquire(addr netip.Addr, evict func(netip.Addr) bool) bool {
 	l.mu.Lock()
 	if l.maxPerAddr > 0 && l.perAddr[addr] >= l.maxPerAddr {
@@ -75,9 +78,10 @@ func (l *connLimits) acquire(addr netip.Addr, evict func(netip.Addr) bool) bool 
 		return false
 	}
 	if l.maxTotal > 0 && l.total >= l.maxTotal {
-		busiest := l.busiest()
+		busiest, most := l.busiest()
+		fair := l.perAddr[addr] < most/2
 		l.mu.Unlock()
-		if evict == nil || !evict(busiest) {
+		if evict == nil || !fair || !evict(busiest) {
 			l.refusedAll.Inc()
 			return false
 		}
@@ -91,8 +95,8 @@ func (l *connLimits) acquire(addr netip.Addr, evict func(netip.Addr) bool) bool 
 	return true
 }
 
-// busiest is the address holding the most connections.
-func (l *connLimits) busiest() netip.Addr {
+// busiest is the address holding the most connections, and how many.
+func (l *connLimits) busiest() (netip.Addr, int) {
 	var top netip.Addr
 	n := 0
 	for a, k := range l.perAddr {
@@ -100,7 +104,7 @@ func (l *connLimits) busiest() netip.Addr {
 			top, n = a, k
 		}
 	}
-	return top
+	return top, n
 }
 
 func (l *connLimits) release(addr netip.Addr) {

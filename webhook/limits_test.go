@@ -132,12 +132,12 @@ func TestLargeBodies(t *testing.T) {
 
 // TestConnectionLimits: past maxConnsPerAddress a client's new
 // connections are closed as they are accepted, before any handshake,
-// while other addresses still connect. At maxConns a new connection
-// takes the place of the connection idle longest (a second or more) from
-// the address holding the most, and is refused when there is none. A
-// closed connection frees its place.
+// while other addresses still connect. At maxConns a new connection from
+// an address holding less than half as many as the busiest takes the
+// place of that address's connection idle longest (a second or more), and
+// is refused when there is none, or when its address holds about as many.
 func TestConnectionLimits(t *testing.T) {
-	ts := startServer(t, serverSetup{override: func(s *config.Server) { s.MaxConns, s.MaxConnsPerAddress = 4, 3 }})
+	ts := startServer(t, serverSetup{override: func(s *config.Server) { s.MaxConns, s.MaxConnsPerAddress = 6, 4 }})
 	addr := ts.Addr().String()
 	handshake := func(src string) (*tls.Conn, error) {
 		c, err := dialFrom(addr, src)
@@ -180,14 +180,18 @@ func TestConnectionLimits(t *testing.T) {
 		}
 	}
 	oldest := hold("127.0.0.2")
-	hold("127.0.0.2")
-	hold("127.0.0.2")
+	for range 3 {
+		hold("127.0.0.2")
+	}
 	refused("127.0.0.2", refusedPerAddress, 1)
+	hold("127.0.0.3")
 	hold("127.0.0.3")
 	// Full, and no connection idle long enough to give way.
 	refused("127.0.0.4", refusedTotal, 1)
 
 	time.Sleep(evictMinIdle + 100*time.Millisecond)
+	// 127.0.0.3 holds two, half of the busiest's four: not fewer.
+	refused("127.0.0.3", refusedTotal, 2)
 	newcomer := hold("127.0.0.4")
 	if _, err := readWithin(t, oldest, 5*time.Second); !errors.Is(err, io.EOF) && !isReset(err) {
 		t.Errorf("the longest idle connection of the busiest address: read %v, want it ended", err)
@@ -195,7 +199,7 @@ func TestConnectionLimits(t *testing.T) {
 	if got := counter("graft_connections_evicted_total"); got != 1 {
 		t.Errorf("evicted = %v, want 1", got)
 	}
-	waitFor(t, "the evicted connection to leave", func() bool { return counter("graft_connections") == 4 })
+	waitFor(t, "the evicted connection to leave", func() bool { return counter("graft_connections") == 6 })
 	status, _, _ := exchange(t, newcomer, rawReview(corpus.Review(corpus.Small)), 10*time.Second)
 	if status != http.StatusOK {
 		t.Errorf("review on the connection that took the evicted one's place: %d", status)
