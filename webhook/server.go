@@ -256,7 +256,15 @@ func oversizedFirst(maxBodyBytes int) func(*fasthttp.RequestHeader) fasthttp.Req
 }
 
 // errorHandler answers requests fasthttp refuses before the handler runs.
+//
+// fasthttp sets no write deadline for these answers, so the connection's
+// last one applies: the handshake's, or the last response's, often long
+// past (a read timeout comes after it). A TLS write past its deadline
+// still uses up a record sequence number, and the close_notify that
+// follows then reaches the client as "bad record MAC" instead of the
+// answer. So each answer gets a deadline of its own.
 func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
+	_ = ctx.Conn().SetWriteDeadline(time.Now().Add(s.state.Load().settings.WriteTimeout.Duration))
 	var small *fasthttp.ErrSmallBuffer
 	var netErr net.Error
 	switch {
