@@ -12,12 +12,14 @@ BENCH_FLAGS   ?=
 # BENCH_E2E_FLAGS='-cpuprofile /tmp/prof' (a kube-apiserver CPU profile per variant).
 BENCH_E2E_FLAGS ?=
 BENCH_PEERS    = -graft $(BIN)/graft -conventional $(BENCH_BIN)/conventional -floor $(BENCH_BIN)/floor
+# Extra flags of bench/cmd/hostile, e.g. BENCH_HOSTILE_FLAGS='-d 20s -idle 2000'.
+BENCH_HOSTILE_FLAGS ?=
 
-.PHONY: bench bench-tools bench-load bench-quick bench-profile bench-e2e bench-audit
+.PHONY: bench bench-tools bench-load bench-quick bench-profile bench-e2e bench-audit bench-hostile
 
 ## bench-tools: the harness, the load generator and the two peer servers.
 bench-tools:
-	$(GO) build -trimpath -o $(BENCH_BIN)/ ./bench/cmd/benchrun ./bench/cmd/loadgen ./bench/peers/conventional ./bench/peers/floor
+	$(GO) build -trimpath -o $(BENCH_BIN)/ ./bench/cmd/benchrun ./bench/cmd/loadgen ./bench/cmd/hostile ./bench/peers/conventional ./bench/peers/floor
 
 ## bench-load: graft, conventional and floor on every corpus closed-loop, small open-loop at 10k req/s; writes bench/results/latest.{md,json} and latency.png.
 bench-load: build bench-tools
@@ -44,3 +46,7 @@ bench-e2e: e2e-deps bench-tools
 ## bench-audit: graft audit over 10,000 Pods in a real kube-apiserver: wall time and peak RSS of the child, median of 5 runs.
 bench-audit: e2e-deps
 	cd e2e && $(E2E_ENV) $(GO) run ./cmd/auditload $(BENCH_AUDIT_FLAGS)
+
+## bench-hostile: graft as deploy/base ships it (flags, config, GOMEMLIMIT=its memory limit) for 60 s under 200 header-only connections declaring the largest body, 10,000 idle TLS connections from 10 addresses and a stream of a 20,000-container Pod with all four templates; peak RSS, probes and reviews answered in time; writes bench/results/hostile-latest.{md,json}.
+bench-hostile: build bench-tools
+	$(BENCH_BIN)/hostile -graft $(BIN)/graft -deploy deploy -out $(BENCH_RESULTS) $(BENCH_HOSTILE_FLAGS)
