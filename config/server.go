@@ -118,20 +118,23 @@ type Server struct {
 // recommends for spreading its own clients.
 //
 // Memory: the defaults fit the shipped limit of 512 MiB (deploy/base,
-// GOMEMLIMIT set to it). Measured with make bench-hostile and
-// bench/cmd/hostile on this machine: graft idle with the shipped
-// configuration holds about 50 MiB; an open TLS connection about 30 KiB
-// (its goroutine, the TLS state, fasthttp's per-connection state), 50 KiB
-// while it carries a request (8 KiB read buffer, 8 KiB of body read with
-// the headers and its copy, 4 KiB write buffer).
+// GOMEMLIMIT set to it). Measured on the 2-core development machine
+// (graft serve with deploy/base's configuration, 2,000 idle TLS
+// connections opened to it, /proc/<pid>/status; make bench-hostile for
+// the whole under attack, docs/limits.md): graft at rest holds about
+// 50 MiB, an idle TLS connection about 27 KiB (its goroutine, TLS state
+// and fasthttp's, the buffers given back while idle). One carrying a
+// request holds about 32 KiB more: the 8 KiB read and 4 KiB write
+// buffers, the body's first 8 KiB read with the head and its copy, the
+// request context.
 //
-//	connections  2,048 x 50 KiB                       100 MiB
+//	connections  2,048 x 60 KiB                       120 MiB
 //	bodies       64 MiB live, as much again garbage   128 MiB
 //	             before the next collection (GOGC)
-//	engine       bounded by the bodies it reads       ~ 64 MiB
+//	engine       working on bodies of at most 64 MiB  ~ 64 MiB
 //	base                                               50 MiB
 //	                                                  -------
-//	                                                  342 MiB of 512 MiB
+//	                                                  362 MiB of 512 MiB
 //
 // The API server's client keeps at most 25 idle connections per host and
 // opens one more per concurrent call beyond them; its admission calls per
@@ -147,8 +150,8 @@ type Server struct {
 // Its call to graft, handshake included, ends at the webhook's
 // timeoutSeconds (3 s in deploy/): a handshake still going after 5 s
 // serves no call, and a connection that never completes one is freed at
-// half the read timeout, which bounded it before. A connection that has served a
-// request waits IdleTimeout (longer than the client's 90 s, see
+// half the read timeout, which bounded it before. A connection that has
+// served a request waits IdleTimeout (longer than the client's 90 s, see
 // IdleTimeout); one that never did waits FirstRequestTimeout, 30 s.
 //
 // Drain: the endpoint's removal travels from the Pod's deletion through
