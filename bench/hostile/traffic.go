@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"slices"
 	"strconv"
 	"strings"
@@ -115,6 +116,9 @@ func (c *Calls) call(client *http.Client, url string, body []byte, uid string, t
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+time.Second)
 	defer cancel()
 	start := time.Now()
+	// How the call got its connection, for a failure's message.
+	var conn httptrace.GotConnInfo
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { conn = i }})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		panic(err) // the URL is the bench's own
@@ -134,7 +138,8 @@ func (c *Calls) call(client *http.Client, url string, body []byte, uid string, t
 	fail := func(why string) {
 		c.Failed++
 		if c.FirstFailure == "" {
-			c.FirstFailure = why
+			c.FirstFailure = fmt.Sprintf("%s after %s (connection reused %v, idle %s before)",
+				why, took.Round(time.Millisecond), conn.Reused, conn.IdleTime.Round(time.Millisecond))
 		}
 	}
 	switch {
