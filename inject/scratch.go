@@ -31,12 +31,12 @@ type scratch struct {
 	skipped, added []bool
 	addedAny       bool
 	conflict       conflict
-	// out, appNames, slots and order are appendRecord's and the
+	// out, appRows, slots and order are appendRecord's and the
 	// placement check's working lists.
-	out      []outEntry
-	appNames []string
-	slots    []slot
-	order    []int
+	out     []outEntry
+	appRows []appRow
+	slots   []slot
+	order   []int
 	// planKey and shapeKey build the plan and shape cache keys.
 	planKey  []byte
 	shapeKey []byte
@@ -62,7 +62,7 @@ func (s *scratch) reset() {
 	s.hasStatus = false
 	s.skipped, s.added, s.addedAny = s.skipped[:0], s.added[:0], false
 	s.conflict = conflict{}
-	s.out, s.appNames = s.out[:0], s.appNames[:0]
+	s.out, s.appRows = s.out[:0], s.appRows[:0]
 	s.slots, s.order = s.slots[:0], s.order[:0]
 	s.planKey = s.planKey[:0]
 	s.shapeKey = s.shapeKey[:0]
