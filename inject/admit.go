@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -102,33 +103,64 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 	if len(s.edits) == 0 {
 		return e.answer(dst, rv, ent, nil, 0, s.notices, &res, ex), res, nil
 	}
-	rc, err := e.writePatch(pl, p, s)
+	ops, err := e.writePatch(pl, p, s)
 	if err != nil {
 		return e.fail(dst, rv, ps, ReasonInternal, &res), res, nil
 	}
 	if e.late(o.Deadline) {
 		return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil
 	}
-	return e.answer(dst, rv, ent, s.patch, len(rc.ops), s.notices, &res, ex), res, nil
+	return e.answer(dst, rv, ent, s.patch, ops, s.notices, &res, ex), res, nil
 }
 
 // writePatch appends to s.patch the patch for the edits merge left in s,
-// replaying the cached recipe of their shape (compiled on a miss).
-func (e *Engine) writePatch(pl *plan, p *pod, s *scratch) (*patchRecipe, error) {
-	s.shapeKey = appendShapeKey(s.shapeKey[:0], pl.id, s)
-	rc := e.impl.shapes.get(s.shapeKey)
-	if rc == nil {
-		var err error
-		if rc, err = compileRecipe(pl, s); err != nil {
-			return nil, err
-		}
-		e.impl.shapes.put(s.shapeKey, rc)
-	}
+// replaying the cached recipe of each edit's shape (compiled on a miss),
+// and returns the number of operations.
+func (e *Engine) writePatch(pl *plan, p *pod, s *scratch) (int, error) {
 	s.tokenVolume = p.tokenVolume()
 	if v, ok := p.annotation(names.LimitRangerAnnotation); ok && s.injectsContainers() {
 		s.resourced = limitRangeDefaults(pl, p, v, s)
 	}
-	s.patch = appendPatch(s.patch[:0], rc, pl, s)
+	for i := range s.recent {
+		s.recent[i].rc = nil // the keys' buffers are kept
+	}
+	dst := append(s.patch[:0], '[')
+	ops := 0
+	for i := range s.edits {
+		ed := &s.edits[i]
+		rc, err := e.recipe(pl, ed, s)
+		if err != nil {
+			return 0, err
+		}
+		dst = appendEditOps(dst, rc, ed, pl, s)
+		ops += len(rc.ops)
+	}
+	if ops > 0 {
+		dst = dst[:len(dst)-1] // the last op's comma
+	}
+	s.patch = append(dst, ']')
+	return ops, nil
+}
+
+// recipe returns the recipe for edit ed's shape: the one the previous edit
+// of the same target used when the shape is the same (an app container's
+// env is most often shaped like the one before), else the cached one,
+// else a new one, cached.
+func (e *Engine) recipe(pl *plan, ed *edit, s *scratch) (*patchRecipe, error) {
+	s.shapeKey = appendShapeKey(s.shapeKey[:0], pl.id, ed, s)
+	last := &s.recent[ed.target]
+	if last.rc != nil && bytes.Equal(last.key, s.shapeKey) {
+		return last.rc, nil
+	}
+	rc := e.impl.shapes.get(s.shapeKey)
+	if rc == nil {
+		var err error
+		if rc, err = compileRecipe(pl, ed, s); err != nil {
+			return nil, err
+		}
+		e.impl.shapes.put(s.shapeKey, rc)
+	}
+	last.key, last.rc = append(last.key[:0], s.shapeKey...), rc
 	return rc, nil
 }
 

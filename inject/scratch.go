@@ -40,13 +40,21 @@ type scratch struct {
 	// planKey and shapeKey build the plan and shape cache keys.
 	planKey  []byte
 	shapeKey []byte
-	patch    []byte
+	// recent is, per target, the recipe the last edit used (recipe).
+	recent [numTargets]recentRecipe
+	patch  []byte
 	// tokenVolume is the ServiceAccount token volume graft's containers
 	// mount, or "" (see tokenVolume). It aliases the request body.
 	tokenVolume string
 	// resourced, when not nil, holds per element ref the JSON of an
 	// injected container with LimitRange defaults added (limitrange.go).
 	resourced [][]byte
+}
+
+// recentRecipe is a recipe and its shape key, kept for the next edit.
+type recentRecipe struct {
+	key []byte
+	rc  *patchRecipe
 }
 
 func (s *scratch) reset() {
@@ -66,6 +74,9 @@ func (s *scratch) reset() {
 	s.slots, s.order = s.slots[:0], s.order[:0]
 	s.planKey = s.planKey[:0]
 	s.shapeKey = s.shapeKey[:0]
+	for i := range s.recent {
+		s.recent[i].rc = nil
+	}
 	s.patch = s.patch[:0]
 	s.tokenVolume = ""
 	s.resourced = nil
