@@ -11,6 +11,9 @@ import (
 // engine reads it. Callers wrap it with ErrMalformed and a location.
 var errSyntax = errors.New("invalid JSON")
 
+// errBudget is returned when the request's budget ran out mid-way.
+var errBudget = errors.New("budget exceeded")
+
 // scanner walks JSON text in place without decoding it: the engine reads a
 // few keys and spans of an AdmissionReview, never the whole document.
 //
@@ -22,6 +25,8 @@ var errSyntax = errors.New("invalid JSON")
 type scanner struct {
 	s string
 	i int
+	// b, when set, is checked per array element (errBudget once spent).
+	b *budget
 }
 
 func (sc *scanner) ws() {
@@ -259,6 +264,9 @@ func eachElem(sc *scanner, fn func() error) error {
 		more, err := sc.next(']', first)
 		if err != nil || !more {
 			return err
+		}
+		if sc.b != nil && sc.b.spent() {
+			return errBudget
 		}
 		if err := fn(); err != nil {
 			return err

@@ -176,9 +176,10 @@ func parsePodMetaAt(sc *scanner, p *pod) error {
 
 var errNoMetaOrSpec = errors.New("metadata or spec missing")
 
-// parsePodSpec reads the spec found by parsePodMeta.
-func parsePodSpec(p *pod) error {
-	sc := scanner{s: p.spec}
+// parsePodSpec reads the spec found by parsePodMeta, within budget b
+// (errBudget once spent; nil: no bound).
+func parsePodSpec(p *pod, b *budget) error {
+	sc := scanner{s: p.spec, b: b}
 	return parseSpec(&sc, p)
 }
 

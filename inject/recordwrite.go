@@ -203,6 +203,9 @@ func (s *scratch) appendApps(dst []byte, r *record, o outEntry, pl *plan, p *pod
 	s.appRows = rows
 	open := false
 	for i := 0; i < len(rows); {
+		if s.budget.spent() {
+			break // admit answers budget-exceeded
+		}
 		j := i + 1
 		for j < len(rows) && rows[j].name == rows[i].name {
 			j++

@@ -50,6 +50,19 @@ func (w *responseWriter) status(code int, reason, message string) {
 	w.dst = append(w.dst, '}')
 }
 
+// statusParts writes a denial's status whose message is made of parts.
+func (w *responseWriter) statusParts(code int, reason string, message ...string) {
+	w.dst = append(w.dst, `,"status":{"status":"Failure","code":`...)
+	w.dst = strconv.AppendInt(w.dst, int64(code), 10)
+	w.dst = append(w.dst, `,"reason":`...)
+	w.dst = appendJSONString(w.dst, reason)
+	w.dst = append(w.dst, `,"message":"`...)
+	for _, p := range message {
+		w.dst = appendEscaped(w.dst, p)
+	}
+	w.dst = append(w.dst, `"}`...)
+}
+
 // warn opens the warnings array on first use and appends one warning made
 // of parts (plain strings, escaped here).
 func (w *responseWriter) warn(parts ...string) {

@@ -5,6 +5,8 @@ import "sync"
 // scratch is per-request working memory, pooled. Slices are truncated, not
 // freed, so steady-state requests do not allocate.
 type scratch struct {
+	// budget bounds this request's work (budget.go).
+	budget  budget
 	rv      review
 	pod     pod
 	edits   []edit
@@ -58,6 +60,7 @@ type recentRecipe struct {
 }
 
 func (s *scratch) reset() {
+	s.budget = budget{}
 	s.rv = review{}
 	s.pod.reset()
 	s.edits = s.edits[:0]
