@@ -280,3 +280,36 @@ func TestLimitPathsAllocateNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestCachesHoldNoLargeValues: the caches keyed by what a Pod carries
+// (its status, its graft annotations) do not keep large values, so their
+// memory is bounded by their entry count, not by what Pods' authors
+// write.
+func TestCachesHoldNoLargeValues(t *testing.T) {
+	e := newTestEngine(t, DefaultConfig())
+	for i, ann := range []map[string]any{
+		{names.Status: `{"version":2,"templates":[],"x":"` + strings.Repeat("s", maxCachedStatus) + `"}`},
+		{"graft.dev/mesh-proxy.logLevel": strings.Repeat("v", maxPlanKey)},
+	} {
+		review := podReview(manyContainersPod(2, ann), "big")
+		if _, _, err := e.Admit(nil, review, Options{}); err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+	}
+	if n := len(e.impl.records.m); n != 0 {
+		t.Errorf("%d large statuses cached, want none", n)
+	}
+	// Every case selects the templates; the first has no other graft
+	// annotation: its plan is the one cached.
+	if n := len(e.impl.plans.m); n != 1 {
+		t.Errorf("%d plans cached, want 1: the one with a large key is not", n)
+	}
+	// Small ones are cached as before.
+	review := injectedReview(t, e, manyContainersReview(2))
+	if _, _, err := e.Admit(nil, review, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.impl.records.m) != 1 || len(e.impl.plans.m) != 1 {
+		t.Errorf("%d statuses and %d plans cached, want 1 and 1", len(e.impl.records.m), len(e.impl.plans.m))
+	}
+}
