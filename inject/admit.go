@@ -96,6 +96,8 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 		switch {
 		case errors.Is(err, errBudget) || err == nil && s.budget.check():
 			return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil
+		case errors.Is(err, errTooLarge):
+			return e.failTooLarge(dst, rv, ps, tooLarge{what: "patch", limit: e.cfg.MaxPatchBytes}, &res, ex), res, nil
 		case err != nil:
 			return e.fail(dst, rv, ps, ReasonInternal, &res), res, nil
 		case rw.denyMsg != "":

@@ -313,3 +313,28 @@ func TestCachesHoldNoLargeValues(t *testing.T) {
 		t.Errorf("%d statuses and %d plans cached, want 1 and 1", len(e.impl.records.m), len(e.impl.plans.m))
 	}
 }
+
+// TestBudgetInRework: the upgrade path (a stale status) reads the budget
+// in its own passes and stops as the normal path does.
+func TestBudgetInRework(t *testing.T) {
+	start := time.Unix(1e9, 0)
+	deadline := start.Add(time.Millisecond)
+	c := &countingClock{start: start}
+	e := newTestEngine(t, DefaultConfig(), WithClock(func() time.Time { return c.now() }))
+	stale := staleReview(t, e, manyContainersReview(300))
+	*c = countingClock{start: start}
+	if _, res, err := e.Admit(nil, stale, Options{Deadline: deadline}); err != nil || res.Decision != DecisionInject {
+		t.Fatalf("in time: %v/%v %v", res.Decision, res.Reason, err)
+	}
+	total := c.reads
+	if total < 4 {
+		t.Fatalf("the upgrade read the clock %d times", total)
+	}
+	for at := 1; at <= total; at++ {
+		*c = countingClock{start: start, passAt: at}
+		_, res, err := e.Admit(nil, stale, Options{Deadline: deadline})
+		if err != nil || res.Reason != ReasonBudgetExceeded || c.reads != at {
+			t.Errorf("late at reading %d of %d: %v/%v %v, %d readings", at, total, res.Decision, res.Reason, err, c.reads)
+		}
+	}
+}

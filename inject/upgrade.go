@@ -64,7 +64,11 @@ func (e *Engine) rework(ps *profileState, pl *plan, obj string, upgrade bool, b 
 		if err != nil {
 			return nil, err
 		}
-		switch merge(pl, keep, pass == 0, p2, s, nil) {
+		out := merge(pl, keep, pass == 0, p2, s, nil)
+		if *b = s.budget; b.over { // the scratch's loops read it
+			return nil, errBudget
+		}
+		switch out {
 		case mergeConflict:
 			rw.denyMsg = string(conflictMessage(nil, s.conflict, pl, ps.name))
 			return rw, nil
@@ -82,7 +86,8 @@ func (e *Engine) rework(ps *profileState, pl *plan, obj string, upgrade bool, b 
 		}
 		rw.notices = append(rw.notices, s.notices...)
 		if len(s.edits) > 0 {
-			if _, err := e.writePatch(pl, p2, s); err != nil {
+			_, err := e.writePatch(pl, p2, s)
+			if *b = s.budget; err != nil {
 				return nil, err
 			}
 			fast := s.patch[1 : len(s.patch)-1]
@@ -129,8 +134,9 @@ func (e *Engine) rework(ps *profileState, pl *plan, obj string, upgrade bool, b 
 }
 
 // parse reads the Pod obj into the scratch's pod, resetting the scratch,
-// and arms its budget as b. obj must stay unchanged while the scratch is
-// in use.
+// within the request's budget b: the scratch's budget continues b (its
+// loops, merge's included, read it), and parse hands it back. obj must
+// stay unchanged while the scratch is in use.
 func (s *scratch) parse(obj []byte, b *budget) (*pod, error) {
 	s.reset()
 	s.budget = *b
@@ -138,10 +144,11 @@ func (s *scratch) parse(obj []byte, b *budget) (*pod, error) {
 	if err := parsePodMeta(b2s(obj), p); err != nil {
 		return nil, fmt.Errorf("internal: reworked Pod: %w", err)
 	}
-	if err := parsePodSpec(p, &s.budget); err != nil {
-		if errors.Is(err, errBudget) {
-			return nil, errBudget
-		}
+	err := parsePodSpec(p, &s.budget)
+	switch *b = s.budget; {
+	case errors.Is(err, errBudget):
+		return nil, errBudget
+	case err != nil:
 		return nil, fmt.Errorf("internal: reworked Pod: %w", err)
 	}
 	return p, nil
