@@ -305,13 +305,13 @@ func (e *Engine) failWith(dst []byte, rv *review, ps *profileState, r Reason, ca
 	if ps.cfg.FailureMode == FailDeny {
 		res.Decision = DecisionDeny
 		w.begin(rv, false)
-		// Retrying helps a budget, overload or internal failure, never a
-		// Pod too large for graft.
-		retry := ", retry the request"
+		// Retrying helps a budget, overload or internal failure (503),
+		// never a Pod too large for graft (400, as it is sent).
+		code, status, retry := 503, "ServiceUnavailable", ", retry the request"
 		if r == ReasonTooLarge {
-			retry = ""
+			code, status, retry = 400, "BadRequest", ""
 		}
-		w.statusParts(503, "ServiceUnavailable", "graft could not inject sidecars (", r.String(), sep, cause,
+		w.statusParts(code, status, "graft could not inject sidecars (", r.String(), sep, cause,
 			"); the profile ", ps.name, " denies Pods it cannot inject", retry)
 		return w.end()
 	}

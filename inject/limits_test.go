@@ -121,7 +121,7 @@ func TestTooLarge(t *testing.T) {
 			}
 			if tt.profile == "enabled-deny" {
 				msg := r.Response.Status.Message
-				if r.Response.Allowed || res.Decision != DecisionDeny || !strings.Contains(msg, tt.cause) || strings.Contains(msg, "retry") {
+				if r.Response.Allowed || res.Decision != DecisionDeny || r.Response.Status.Code != 400 || !strings.Contains(msg, tt.cause) || strings.Contains(msg, "retry") {
 					t.Errorf("denial %s", out)
 				}
 				return
