@@ -2,6 +2,7 @@ package inject
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -243,6 +244,11 @@ func staleReview(t *testing.T, e *Engine, review []byte) []byte {
 // one too large, and one past the budget in a loop allocates nothing
 // once warm.
 func TestLimitPathsAllocateNothing(t *testing.T) {
+	cfg := DefaultConfig()
+	lenient := cfg.Profiles["enabled"]
+	lenient.OnInvalidParams = InvalidUseDefault
+	cfg.Profiles["enabled"] = lenient
+	eLenient := newTestEngine(t, cfg)
 	e := newTestEngine(t, DefaultConfig())
 	// Always past the deadline: the first reading, inside the loop over
 	// the containers, stops the request.
@@ -258,9 +264,23 @@ func TestLimitPathsAllocateNothing(t *testing.T) {
 		{"too-large patch", e, 680, ReasonTooLarge},
 		{"too-large annotations", e, 1000, ReasonTooLarge},
 		{"budget-exceeded", eLate, 1000, ReasonBudgetExceeded},
+		{"denied, message cut", e, -1, ReasonInvalidParams},
+		{"warnings cut and counted", eLenient, -2, ReasonNone},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			body := manyContainersReview(tt.n)
+			var body []byte
+			switch tt.n {
+			case -1: // a 2,000-character value quoted in the denial
+				body = podReview(manyContainersPod(2, map[string]any{"graft.dev/mesh-proxy.logLevel": strings.Repeat("x", 2000)}), "deny")
+			case -2: // 20 unknown parameters under onInvalidParams: default
+				ann := map[string]any{}
+				for i := range 20 {
+					ann["graft.dev/otel-agent.nope"+strconv.Itoa(i)+strings.Repeat("x", 150)] = "1"
+				}
+				body = podReview(manyContainersPod(2, ann), "warn")
+			default:
+				body = manyContainersReview(tt.n)
+			}
 			var dst []byte
 			var o Options
 			if tt.e == eLate {
@@ -271,6 +291,9 @@ func TestLimitPathsAllocateNothing(t *testing.T) {
 				var err error
 				if dst, res, err = tt.e.Admit(dst[:0], body, o); err != nil || res.Reason != tt.want {
 					t.Fatalf("%v/%v %v", res.Decision, res.Reason, err)
+				}
+				if tt.n == -2 && res.Warnings != maxWarnings {
+					t.Fatalf("%d warnings, want %d", res.Warnings, maxWarnings)
 				}
 			}
 			admit()
