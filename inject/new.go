@@ -20,6 +20,9 @@ type engineState struct {
 	records      recordCache
 	nextPlanID   atomic.Uint32
 	scratch      scratchPool
+	// maxAnnotations is maxAnnotationBytes (tests lift it to measure the
+	// injection of Pods past it).
+	maxAnnotations int
 }
 
 type profileState struct {
@@ -48,8 +51,9 @@ func New(cfg Config, set *templates.Set, opts ...EngineOption) (*Engine, error) 
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, now: time.Now, impl: &engineState{
-		profiles: make(map[string]*profileState, len(cfg.Profiles)),
-		excluded: cfg.ExcludedNamespaces,
+		profiles:       make(map[string]*profileState, len(cfg.Profiles)),
+		excluded:       cfg.ExcludedNamespaces,
+		maxAnnotations: maxAnnotationBytes,
 	}}
 	for _, o := range opts {
 		o(e)
