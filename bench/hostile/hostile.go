@@ -371,11 +371,15 @@ func scrape(url string) (map[string]float64, error) {
 	out := map[string]float64{}
 	for _, name := range scraped {
 		for _, m := range fams[name].GetMetric() {
-			key := name
+			var labels []string
 			for _, l := range m.GetLabel() {
 				if l.GetName() == "reason" || l.GetName() == "result" || l.GetName() == "port" {
-					key += fmt.Sprintf("{%s=%q}", l.GetName(), l.GetValue())
+					labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
 				}
+			}
+			key := name
+			if len(labels) > 0 {
+				key += "{" + strings.Join(labels, ",") + "}"
 			}
 			v := m.GetCounter().GetValue()
 			if v > 0 {
