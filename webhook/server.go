@@ -162,13 +162,7 @@ func (s *Server) init(o Options) error {
 	s.bodies = newBodyBudget(cfg.MaxBodyBytesInFlight, s.metrics)
 	s.metricsOnWebhookPort = cfg.MetricsOnWebhookPort
 
-	s.tlsSrv = s.fasthttpServer(cfg, s.serveTLS)
-	s.tlsSrv.MaxRequestsPerConn = cfg.MaxConnRequests
-	s.tlsSrv.ConnState = markIdle
-	// The handler reads bodies itself (body.go).
-	s.tlsSrv.StreamRequestBody = true
-	s.tlsSrv.MaxRequestBodySize = cfg.MaxBodyBytes
-	s.tlsSrv.HeaderReceived = oversizedFirst(cfg.MaxBodyBytes)
+	s.tlsSrv = s.webhookServer(cfg, s.serveTLS)
 	s.rotate = rotation{maxAge: cfg.MaxConnAge.Duration}
 	s.retireEvery = min(cfg.DrainDelay.Duration/4, retireSweep)
 	s.adminSrv = s.fasthttpServer(cfg, s.serveAdmin)
@@ -218,6 +212,18 @@ func (s *Server) tlsConfig(cfg config.Server, rep tlsReporter) (*tls.Config, err
 		tc.ClientAuth = tls.RequireAndVerifyClientCert
 	}
 	return tc, nil
+}
+
+// webhookServer is the webhook port's server, serving h.
+func (s *Server) webhookServer(cfg config.Server, h fasthttp.RequestHandler) *fasthttp.Server {
+	srv := s.fasthttpServer(cfg, h)
+	srv.MaxRequestsPerConn = cfg.MaxConnRequests
+	srv.ConnState = markIdle
+	// The handler reads bodies itself (body.go).
+	srv.StreamRequestBody = true
+	srv.MaxRequestBodySize = cfg.MaxBodyBytes
+	srv.HeaderReceived = oversizedFirst(cfg.MaxBodyBytes)
+	return srv
 }
 
 // fasthttpServer is either port's server; the caller sets the body
