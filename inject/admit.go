@@ -148,6 +148,9 @@ func (e *Engine) writePatch(pl *plan, p *pod, s *scratch) (int, error) {
 	for i := range s.recent {
 		s.recent[i].rc = nil // the keys' buffers are kept
 	}
+	if err := e.recipes(pl, s); err != nil {
+		return 0, err
+	}
 	s.patch = append(s.patch[:0], '[')
 	ops := 0
 	for i := range s.edits {
@@ -157,12 +160,8 @@ func (e *Engine) writePatch(pl *plan, p *pod, s *scratch) (int, error) {
 		if len(s.patch) > e.cfg.MaxPatchBytes {
 			return 0, errTooLarge
 		}
-		ed := &s.edits[i]
-		rc, err := e.recipe(pl, ed, s)
-		if err != nil {
-			return 0, err
-		}
-		s.patch = appendEditOps(s.patch, rc, ed, pl, s)
+		rc := s.recipes[i]
+		s.patch = appendEditOps(s.patch, rc, &s.edits[i], pl, s)
 		ops += len(rc.ops)
 	}
 	if ops > 0 {
@@ -185,7 +184,7 @@ func (e *Engine) recipe(pl *plan, ed *edit, s *scratch) (*patchRecipe, error) {
 	if last.rc != nil && bytes.Equal(last.key, s.shapeKey) {
 		return last.rc, nil
 	}
-	rc := e.impl.shapes.get(s.shapeKey)
+	rc, _ := e.impl.shapes.get(s.shapeKey)
 	if rc == nil {
 		var err error
 		if rc, err = compileRecipe(pl, ed, s); err != nil {

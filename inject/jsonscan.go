@@ -288,21 +288,26 @@ func member(sc *scanner) presence {
 	return present
 }
 
-// optString reads a string or null, canonical.
+// optString reads a string or null, canonical (value's body, spelled out
+// to spare a call per name read).
 func optString(sc *scanner) (string, error) {
 	if sc.isNull() {
 		return "", nil
 	}
-	return sc.value()
+	raw, esc, err := sc.str()
+	if esc && err == nil {
+		return canonical(raw)
+	}
+	return raw, err
 }
 
 // value reads a string, canonical.
 func (sc *scanner) value() (string, error) {
 	raw, esc, err := sc.str()
-	if err != nil || !esc {
-		return raw, err
+	if esc && err == nil {
+		return canonical(raw)
 	}
-	return canonical(raw)
+	return raw, err
 }
 
 // canonical returns raw JSON string content in the one form the engine

@@ -15,7 +15,8 @@ type engineState struct {
 	profileNames []string
 	profiles     map[string]*profileState
 	excluded     []string
-	shapes       shapeCache
+	shapes       shapeCache[*patchRecipe]
+	podShapes    shapeCache[[]*patchRecipe]
 	plans        planCache
 	records      recordCache
 	nextPlanID   atomic.Uint32
@@ -60,6 +61,7 @@ func New(cfg Config, set *templates.Set, opts ...EngineOption) (*Engine, error) 
 	}
 	st := e.impl
 	st.shapes.m = make(map[string]*patchRecipe)
+	st.podShapes.m = make(map[string][]*patchRecipe)
 	st.plans.m = make(map[string]*planEntry)
 	st.records.m = make(map[string]*readStatus)
 	for name, p := range cfg.Profiles {

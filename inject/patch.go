@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,39 +50,95 @@ type segment struct {
 // ready to replay for any edit of that shape (appendEditOps).
 type patchRecipe struct{ ops []opRecipe }
 
-// shapeCache maps a skeleton shape key to its patch recipe. It is bounded:
-// past maxShapes new shapes are diffed per request and not stored. A key
-// is bounded by the plan's size, never by the Pod's.
-type shapeCache struct {
+// shapeCache maps a shape key to what was compiled for it: the recipe of
+// one edit's shape, or the recipes of a whole Pod's (podShapes). It is
+// bounded: past maxShapes new shapes are compiled per request and not
+// stored. A key is bounded by the plan's size, never by the Pod's.
+type shapeCache[V any] struct {
 	mu sync.RWMutex
-	m  map[string]*patchRecipe
+	m  map[string]V
 }
 
 const maxShapes = 4096
 
-func (c *shapeCache) get(key []byte) *patchRecipe {
+func (c *shapeCache[V]) get(key []byte) (V, bool) {
 	c.mu.RLock()
-	rc := c.m[string(key)]
+	v, ok := c.m[string(key)]
 	c.mu.RUnlock()
-	return rc
+	return v, ok
 }
 
-func (c *shapeCache) put(key []byte, rc *patchRecipe) {
+func (c *shapeCache[V]) put(key []byte, v V) {
 	c.mu.Lock()
 	if len(c.m) < maxShapes {
-		c.m[string(key)] = rc
+		c.m[string(key)] = v
 	}
 	c.mu.Unlock()
 }
 
-// runMarker stands for a run of existing elements in a shape key.
-const runMarker = 0xff
+// maxPodShapeEdits is the most edits a Pod's shape is cached whole for:
+// graft edits at most seven lists and maps besides the app containers'
+// env and mounts, so a Pod with a few app containers is one look-up; a
+// Pod with more looks up each edit's recipe (its key would grow with
+// the Pod).
+const maxPodShapeEdits = 16
 
-// appendShapeKey encodes everything that decides edit e's ops: the plan,
-// the target, its state and the order of existing runs and inserts. The
-// container an edit is about is not part of it: the path says that.
+// recipes sets s.recipes to the recipe of each edit in s.edits: the whole
+// Pod's shape at once when it has few edits, else edit by edit.
+func (e *Engine) recipes(pl *plan, s *scratch) error {
+	s.recipes = s.recipes[:0]
+	whole := len(s.edits) <= maxPodShapeEdits
+	if whole {
+		key := binary.AppendUvarint(s.podKey[:0], uint64(pl.id))
+		for i := range s.edits {
+			// Each edit's shape, prefixed with its length in two bytes:
+			// the keys of two Pods are equal only if each of their
+			// edits' is.
+			at := len(key)
+			key = appendEditShape(append(key, 0, 0), &s.edits[i], s)
+			n := len(key) - at - 2
+			if n > 0xffff {
+				whole = false // a plan of tens of thousands of elements
+				break
+			}
+			binary.LittleEndian.PutUint16(key[at:], uint16(n))
+		}
+		s.podKey = key
+	}
+	if whole {
+		if rcs, ok := e.impl.podShapes.get(s.podKey); ok {
+			s.recipes = append(s.recipes, rcs...)
+			return nil
+		}
+	}
+	for i := range s.edits {
+		rc, err := e.recipe(pl, &s.edits[i], s)
+		if err != nil {
+			return err
+		}
+		s.recipes = append(s.recipes, rc)
+	}
+	if whole {
+		e.impl.podShapes.put(s.podKey, slices.Clone(s.recipes))
+	}
+	return nil
+}
+
+// Shape keys: a run of existing elements is 0, an insert its ref + 1
+// (as uvarints: no insert's first byte is 0).
+const runMarker = 0
+
+// appendShapeKey encodes everything that decides edit e's ops: the plan
+// and the edit's shape (appendEditShape).
 func appendShapeKey(dst []byte, planID uint32, e *edit, s *scratch) []byte {
 	dst = binary.AppendUvarint(dst, uint64(planID))
+	return appendEditShape(dst, e, s)
+}
+
+// appendEditShape encodes edit e's target, its state and the order of
+// existing runs and inserts. The container an edit is about is not part
+// of it: the path says that.
+func appendEditShape(dst []byte, e *edit, s *scratch) []byte {
 	dst = append(dst, byte(e.target), byte(e.state))
 	dst = binary.AppendUvarint(dst, uint64(e.to-e.from))
 	if e.isMap() {
@@ -95,7 +152,7 @@ func appendShapeKey(dst []byte, planID uint32, e *edit, s *scratch) []byte {
 		if run {
 			dst = append(dst, runMarker)
 		} else {
-			dst = binary.AppendUvarint(dst, uint64(in.ref))
+			dst = binary.AppendUvarint(dst, uint64(in.ref)+1)
 		}
 	})
 	return dst

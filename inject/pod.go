@@ -149,6 +149,7 @@ func parsePodMeta(obj string, p *pod) error {
 func parsePodMetaAt(sc *scanner, p *pod) error {
 	p.reset()
 	var seen keySeen
+	var sawMeta bool
 	err := eachKey(sc, func(k string) error {
 		switch k {
 		case "metadata":
@@ -161,6 +162,7 @@ func parsePodMetaAt(sc *scanner, p *pod) error {
 			if sc.peek() != '{' {
 				return errSyntax
 			}
+			sawMeta = true
 			return parseMetadata(sc, p)
 		case "spec":
 			if err := seen.once(1, k); err != nil {
@@ -176,7 +178,7 @@ func parsePodMetaAt(sc *scanner, p *pod) error {
 		}
 		return sc.skip()
 	})
-	if err == nil && (seen&1 == 0 || p.spec == "") {
+	if err == nil && (!sawMeta || p.spec == "") {
 		return errNoMetaOrSpec
 	}
 	p.metaRead = err == nil
@@ -217,14 +219,14 @@ func parseMetadata(sc *scanner, p *pod) error {
 					p.labelKeys, err = parseStringMap(sc, p.labelKeys, true, &p.keysBuf)
 				}
 			}
-		case "namespace", "ownerReferences":
-			// Read by revision routing (routing.go), which stops early:
-			// a repeat must be refused here, where the whole Pod is read.
-			bit := uint(4)
-			if k == "ownerReferences" {
-				bit = 5
+		// Revision routing (routing.go) reads these two, and stops
+		// early: a repeat is refused here, where the whole Pod is read.
+		case "namespace":
+			if err = seen.once(4, k); err == nil {
+				err = sc.skip()
 			}
-			if err = seen.once(bit, k); err == nil {
+		case "ownerReferences":
+			if err = seen.once(5, k); err == nil {
 				err = sc.skip()
 			}
 		default:

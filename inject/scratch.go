@@ -39,9 +39,12 @@ type scratch struct {
 	appRows []appRow
 	slots   []slot
 	order   []int
-	// planKey and shapeKey build the plan and shape cache keys.
+	// planKey, shapeKey and podKey build the plan and shape cache keys;
+	// recipes are the edits' (writePatch).
 	planKey  []byte
 	shapeKey []byte
+	podKey   []byte
+	recipes  []*patchRecipe
 	// recent is, per target, the recipe the last edit used (recipe).
 	recent [numTargets]recentRecipe
 	patch  []byte
@@ -76,7 +79,9 @@ func (s *scratch) reset() {
 	s.out, s.appRows = s.out[:0], s.appRows[:0]
 	s.slots, s.order = s.slots[:0], s.order[:0]
 	s.planKey = s.planKey[:0]
-	s.shapeKey = s.shapeKey[:0]
+	s.shapeKey, s.podKey = s.shapeKey[:0], s.podKey[:0]
+	clear(s.recipes) // no recipe outlives its cache through a pooled scratch
+	s.recipes = s.recipes[:0]
 	for i := range s.recent {
 		s.recent[i].rc = nil
 	}
