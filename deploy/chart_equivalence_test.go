@@ -37,6 +37,15 @@ func TestChartRendersWhatKustomizeBuilds(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(audit, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	netpol := filepath.Join(root, "overlays", "base-network-policy")
+	if err := os.MkdirAll(netpol, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	kustomization = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n" +
+		"resources: [../../base]\ncomponents: [../../components/network-policy]\n"
+	if err := os.WriteFile(filepath.Join(netpol, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	certs := filepath.Join(root, "overlays", "self-signed", "certs")
 	variants := map[string]chartVariant{}
 	for _, v := range chartVariants(t, certs) {
@@ -50,6 +59,7 @@ func TestChartRendersWhatKustomizeBuilds(t *testing.T) {
 		{"overlays/self-signed", "graft-certs"},
 		{"overlays/cert-manager-monitoring", "monitoring"},
 		{"overlays/base-audit", "audit"},
+		{"overlays/base-network-policy", "network-policy"},
 	} {
 		t.Run(c.kustomize, func(t *testing.T) {
 			v, ok := variants[c.chart]

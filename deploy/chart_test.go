@@ -229,6 +229,9 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{"unknown config key", []string{"--set", "config.defaultProfiel=enabled"}, "defaultProfiel"},
 		{"unknown profile key", []string{"--set", "config.profiles.enabled.failuremode=deny"}, "failuremode"},
 		{"unknown server key", []string{"--set", "config.server.budgte=1s"}, "budgte"},
+		{"digest not a sha256 digest", []string{"--set", "image.digest=latest"}, "image.digest"},
+		{"tag not a tag", []string{"--set", "image.tag=v1/../x"}, "image.tag"},
+		{"network policy peer misspelt", []string{"--set", "networkPolicy.metricsFrom[0].namespaceSelecter.x=y"}, "namespaceSelecter"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := h.template(t, c.args...)

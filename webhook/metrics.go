@@ -42,6 +42,13 @@ type metrics struct {
 	// does not belong to the series.
 	skips    []prometheus.Counter
 	failures []prometheus.Counter
+	// conns and connsRefused are by port (webhook, admin); refusals are
+	// requests refused before the engine, bound by reason.
+	conns        *prometheus.GaugeVec
+	connsRefused *prometheus.CounterVec
+	connsEvicted *prometheus.CounterVec
+	bodyBytes    prometheus.Gauge
+	refusals     map[string]prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -90,9 +97,41 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Help: "Requests denied or answered by the failure mode, by reason.",
 	}, []string{"reason"})
 
+	m.conns = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "graft_connections",
+		Help: "Open connections by port (webhook, admin).",
+	}, []string{"port"})
+	m.connsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "graft_connections_refused_total",
+		Help: "Connections closed as they were accepted, by port and the bound they were over (total, per_address).",
+	}, []string{"port", "reason"})
+	m.connsEvicted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "graft_connections_evicted_total",
+		Help: "Idle connections ended to make room for a new one at the total bound, by port.",
+	}, []string{"port"})
+	m.bodyBytes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "graft_request_body_bytes",
+		Help: "Bytes request bodies hold now, out of server.maxBodyBytesInFlight.",
+	})
+	refusals := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "graft_http_refusals_total",
+		Help: "Requests refused before the engine by reason: HTTP no API server sends, or a body over a limit.",
+	}, []string{"reason"})
+	m.refusals = map[string]prometheus.Counter{}
+	for _, r := range []string{refusedBareLF, refusedHTTPVersion, refusedConflictingFrame, refusedChunked,
+		refusedBodyTooLarge, refusedBodyBudget, refusedBodyRead} {
+		m.refusals[r] = refusals.WithLabelValues(r)
+	}
+	for _, port := range []string{portWebhook, portAdmin} {
+		m.conns.WithLabelValues(port)
+		m.connsRefused.WithLabelValues(port, refusedTotal)
+		m.connsRefused.WithLabelValues(port, refusedPerAddress)
+		m.connsEvicted.WithLabelValues(port)
+	}
+
 	for _, c := range []prometheus.Collector{
 		m.requests, m.injections, m.duration, m.patchBytes, m.inflight, m.certExpiry,
-		reloads, tlsReloads, skips, failures,
+		reloads, tlsReloads, skips, failures, m.conns, m.connsRefused, m.connsEvicted, m.bodyBytes, refusals,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
@@ -118,6 +157,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	return m, nil
 }
+
+// Ports, the port label of the connection series.
+const (
+	portWebhook = "webhook"
+	portAdmin   = "admin"
+)
+
+// refusal is the counter of requests refused for reason, one of the
+// refused* constants.
+func (m *metrics) refusal(reason string) prometheus.Counter { return m.refusals[reason] }
 
 // profileCounters are one profile's request counters by operation and
 // result; the last result column is resultError.

@@ -13,7 +13,7 @@ import (
 
 // TestMetricsAfterSequence: a known sequence of requests leaves known
 // values, and /metrics serves every graft series plus the Go and process
-// collectors on both ports.
+// collectors on the admin port, and on the webhook port when asked to.
 func TestMetricsAfterSequence(t *testing.T) {
 	ts := startServer(t, serverSetup{})
 	steps := []struct {
@@ -58,26 +58,41 @@ func TestMetricsAfterSequence(t *testing.T) {
 		t.Error("certificate expiry gauge not set")
 	}
 
-	for _, base := range []struct {
-		url string
-		c   *http.Client
-	}{{ts.admin, ts.plain}, {ts.url, ts.client}} {
-		resp, err := base.c.Get(base.url + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		text, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		for _, name := range []string{
-			"graft_admission_requests_total", "graft_admission_duration_seconds_bucket", "graft_injections_total",
-			"graft_skips_total", "graft_admission_failures_total", "graft_patch_bytes_bucket",
-			"graft_inflight_requests", "graft_config_reloads_total", "graft_tls_certificate_expiry_timestamp_seconds",
-			"go_goroutines", "process_cpu_seconds_total",
-			`graft_admission_duration_seconds_bucket{le="5e-05"}`, `graft_admission_duration_seconds_bucket{le="1"}`,
-		} {
-			if !strings.Contains(string(text), name) {
-				t.Errorf("%s/metrics lacks %s", base.url, name)
-			}
+	wantMetrics(t, ts.plain, ts.admin)
+	// Not on the webhook port unless asked for: that port is open to
+	// whoever may reach the API server's side of the network.
+	resp, err := ts.client.Get(ts.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/metrics on the webhook port: %d, want 404 by default", resp.StatusCode)
+	}
+	on := startServer(t, serverSetup{override: func(s *config.Server) { s.MetricsOnWebhookPort = true }})
+	on.post(t, "/inject", corpus.Review(corpus.Small))
+	wantMetrics(t, on.client, on.url)
+}
+
+// wantMetrics wants base/metrics to serve graft's series.
+func wantMetrics(t *testing.T, c *http.Client, base string) {
+	t.Helper()
+	resp, err := c.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, name := range []string{
+		"graft_admission_requests_total", "graft_admission_duration_seconds_bucket", "graft_injections_total",
+		"graft_skips_total", "graft_admission_failures_total", "graft_patch_bytes_bucket",
+		"graft_inflight_requests", "graft_config_reloads_total", "graft_tls_certificate_expiry_timestamp_seconds",
+		"graft_connections", "graft_connections_refused_total", "graft_connections_evicted_total", "graft_request_body_bytes", "graft_http_refusals_total",
+		"go_goroutines", "process_cpu_seconds_total",
+		`graft_admission_duration_seconds_bucket{le="5e-05"}`, `graft_admission_duration_seconds_bucket{le="1"}`,
+	} {
+		if !strings.Contains(string(text), name) {
+			t.Errorf("%s/metrics lacks %s", base, name)
 		}
 	}
 }

@@ -28,7 +28,7 @@ leaves out.
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/version: {{ include "graft.version" . | quote }}
 {{- end -}}
 
 {{- define "graft.selectorLabels" -}}
@@ -47,8 +47,25 @@ app.kubernetes.io/part-of: {{ .Chart.Name }}
 {{ include "graft.helmLabels" . }}
 {{- end -}}
 
+{{/*
+The image: repository:tag, and @digest when image.digest pins it.
+*/}}
 {{- define "graft.image" -}}
-{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- $ref := printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- with .Values.image.digest -}}
+{{- $ref = printf "%s@%s" $ref . -}}
+{{- end -}}
+{{- $ref -}}
+{{- end -}}
+
+{{/*
+The app.kubernetes.io/version label: the tag alone, never a digest (a tag
+given as tag@sha256:... loses its digest), cut to what a label value may
+hold (63 characters, starting and ending with a letter or digit).
+*/}}
+{{- define "graft.version" -}}
+{{- $tag := .Values.image.tag | default .Chart.AppVersion -}}
+{{- splitList "@" $tag | first | trunc 63 | trimAll "-_." -}}
 {{- end -}}
 
 {{/*
