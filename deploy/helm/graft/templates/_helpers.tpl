@@ -22,23 +22,38 @@ Names. With neither override, objects are named after the release, or
 {{/*
 Labels. The chart gives each object the labels deploy/ gives it, plus
 Helm's own four (graft.helmLabels), which the comparison with kustomize
-leaves out.
+leaves out of metadata.labels.
 */}}
 {{- define "graft.helmLabels" -}}
+{{ include "graft.helmOwnLabels" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* Helm's labels but the release's name, which selectors carry. */}}
+{{- define "graft.helmOwnLabels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
-app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
 {{- end -}}
 
+{{/*
+What graft's selectors (Deployment, Service, PodDisruptionBudget,
+ServiceMonitor, topology spread) match: the name and the release, so two
+releases in one namespace never select each other's Pods. deploy/base
+carries the same two labels, with instance "graft", so that a release
+named graft adopts a kustomize install without recreating the
+Deployment (docs/upgrading.md).
+*/}}
 {{- define "graft.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "graft.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{/* Objects of graft's own: its name, part of graft. */}}
 {{- define "graft.labels" -}}
 {{ include "graft.selectorLabels" . }}
-{{ include "graft.partOfLabels" . }}
+app.kubernetes.io/part-of: {{ .Chart.Name }}
+{{ include "graft.helmOwnLabels" . }}
 {{- end -}}
 
 {{/* Objects that belong to graft without being it (quota, ConfigMaps). */}}
