@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/graftdev/graft/webhook/certgen"
@@ -229,6 +230,13 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{"unknown config key", []string{"--set", "config.defaultProfiel=enabled"}, "defaultProfiel"},
 		{"unknown profile key", []string{"--set", "config.profiles.enabled.failuremode=deny"}, "failuremode"},
 		{"unknown server key", []string{"--set", "config.server.budgte=1s"}, "budgte"},
+		// A budget keeping every replica stalls every node drain.
+		{"one replica kept by the budget", []string{"--set", "replicas=1"}, "/podDisruptionBudget/minAvailable"},
+		{"one replica kept by a percentage", []string{"--set", "replicas=1", "--set", "podDisruptionBudget.minAvailable=1%"}, "/podDisruptionBudget/minAvailable"},
+		{"budget equal to replicas", []string{"--set", "replicas=3", "--set", "podDisruptionBudget.minAvailable=3"}, "podDisruptionBudget.minAvailable 3 keeps all 3 replicas"},
+		{"budget above replicas", []string{"--set", "podDisruptionBudget.minAvailable=5"}, "podDisruptionBudget.minAvailable 5 keeps all 2 replicas"},
+		{"percentage rounding up to replicas", []string{"--set", "podDisruptionBudget.minAvailable=51%"}, "podDisruptionBudget.minAvailable 51% keeps all 2 replicas"},
+		{"budget neither number nor percentage", []string{"--set", "podDisruptionBudget.minAvailable=half"}, `podDisruptionBudget.minAvailable "half"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := h.template(t, c.args...)
@@ -237,6 +245,23 @@ func TestChartRefusesBadValues(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), c.want) {
 				t.Errorf("error does not name %q:\n%v", c.want, err)
+			}
+		})
+	}
+}
+
+// TestChartBudgetLetsDrainsThrough: the budgets that leave a replica to
+// evict render, one replica with minAvailable 0 included.
+func TestChartBudgetLetsDrainsThrough(t *testing.T) {
+	h := newHelm(t)
+	for _, c := range []struct {
+		replicas, minAvailable string
+	}{{"1", "0"}, {"1", "0%"}, {"2", "1"}, {"2", "50%"}, {"3", "2"}, {"3", "66%"}} {
+		t.Run(c.replicas+"/"+c.minAvailable, func(t *testing.T) {
+			out := h.render(t, "--set", "replicas="+c.replicas, "--set", "podDisruptionBudget.minAvailable="+c.minAvailable)
+			pdb := one[policyv1.PodDisruptionBudget](t, out, "PodDisruptionBudget", release)
+			if got := pdb.Spec.MinAvailable.String(); got != c.minAvailable {
+				t.Errorf("minAvailable %s, want %s", got, c.minAvailable)
 			}
 		})
 	}
