@@ -2,12 +2,15 @@ package deploy
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/yaml"
@@ -66,7 +69,8 @@ func (h *helm) render(t *testing.T, args ...string) output {
 
 // chartVariant is one way to install the chart: a values file of the
 // chart's ci/ directory, plus for graft-certs the files `graft certs`
-// writes.
+// writes (replacing the test certificates the file holds, so that the
+// comparison with the self-signed overlay sees one Secret).
 type chartVariant struct {
 	name string
 	args []string
@@ -117,6 +121,78 @@ func writeCerts(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// TestChartCIValuesRenderAlone: chart-testing installs each ci/ values
+// file on its own, so each renders with nothing else given.
+func TestChartCIValuesRenderAlone(t *testing.T) {
+	h := newHelm(t)
+	files, err := filepath.Glob(filepath.Join(chartDir, "ci", "*-values.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no values files in %s/ci: %v", chartDir, err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			// chart-testing names releases after the chart and a random suffix.
+			out, err := h.run(t, "template", "graft-ct", chartDir, "--namespace", "ct-graft", "--kube-version", kubeVersion, "--values", f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(parseObjects(t, out).find("Deployment")) != 1 {
+				t.Error("no Deployment rendered")
+			}
+		})
+	}
+}
+
+// TestChartCICertificates: the certificates inline in
+// ci/graft-certs-values.yaml make a chain the API server would accept for
+// graft's Service, and stay valid for at least another year.
+func TestChartCICertificates(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(chartDir, "ci", "graft-certs-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Certificates struct {
+			CABundle   string `json:"caBundle"`
+			GraftCerts struct {
+				TLSCrt string `json:"tlsCrt"`
+				TLSKey string `json:"tlsKey"`
+			} `json:"graftCerts"`
+		} `json:"certificates"`
+	}
+	// Only the certificates are read; the schema checks the rest.
+	if err := yaml.Unmarshal(data, &v); err != nil {
+		t.Fatal(err)
+	}
+	c := v.Certificates
+	pair, err := tls.X509KeyPair([]byte(c.GraftCerts.TLSCrt), []byte(c.GraftCerts.TLSKey))
+	if err != nil {
+		t.Fatalf("tlsCrt and tlsKey: %v", err)
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cas, err := parseCA([]byte(c.CABundle))
+	if err != nil {
+		t.Fatalf("caBundle: %v", err)
+	}
+	roots := x509.NewCertPool()
+	for _, ca := range cas {
+		roots.AddCert(ca)
+		if time.Until(ca.NotAfter) < 365*24*time.Hour {
+			t.Errorf("the CA expires %s: run graft certs --days 3650 again and replace the file's certificates", ca.NotAfter)
+		}
+	}
+	if time.Until(leaf.NotAfter) < 365*24*time.Hour {
+		t.Errorf("the serving certificate expires %s: run graft certs --days 3650 again and replace the file's certificates", leaf.NotAfter)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{DNSName: release + "." + namespace + ".svc", Roots: roots,
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		t.Errorf("the API server would not accept the certificate for %s.%s.svc: %v", release, namespace, err)
+	}
 }
 
 // TestChartLint: `helm lint --strict` finds nothing, with the defaults and
