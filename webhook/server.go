@@ -82,16 +82,16 @@ func New(o Options) (s *Server, err error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if s.metrics, err = newMetrics(o.Registry); err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
-	}
-	s.metricsHandler = fasthttpadaptor.NewFastHTTPHandler(
-		promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
-
 	l, err := load(o.ConfigPath, o.Override)
 	if err != nil {
 		return nil, err
 	}
+	// The latency histogram's bounds follow the budget graft starts with.
+	if s.metrics, err = newMetrics(o.Registry, l.file.Server.Budget.Duration); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	s.metricsHandler = fasthttpadaptor.NewFastHTTPHandler(
+		promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	st, err := l.build(s.metrics, o.Clock)
 	if err != nil {
 		return nil, err
