@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/yaml"
@@ -235,27 +236,78 @@ func TestAlertThresholdsFollowDefaults(t *testing.T) {
 	if got := threshold(t, g, "GraftWebhookSlow"); got != timeout/2 {
 		t.Errorf("GraftWebhookSlow at %v s, want half the webhooks' timeoutSeconds %v", got, timeout)
 	}
-	values, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	_, chart := chartRules(t, newHelm(t), "--set", "monitoring.prometheusRule.enabled=true")
+	for _, alert := range []string{"GraftLatencyNearBudget", "GraftWebhookSlow"} {
+		if got, want := threshold(t, chart, alert), threshold(t, g, alert); got != want {
+			t.Errorf("with its default values the chart puts %s at %v, the component at %v", alert, got, want)
+		}
 	}
-	var v struct {
-		Monitoring struct {
-			PrometheusRule struct {
-				LatencyThresholdSeconds float64 `json:"latencyThresholdSeconds"`
-			} `json:"prometheusRule"`
-		} `json:"monitoring"`
+}
+
+// chartRules renders the chart with args and returns its PrometheusRule's
+// spec, as a rule file and decoded.
+func chartRules(t *testing.T, h *helm, args ...string) ([]byte, ruleGroups) {
+	t.Helper()
+	rules := h.render(t, args...).find("PrometheusRule")
+	if len(rules) != 1 {
+		t.Fatalf("%d PrometheusRules rendered with %v, want 1", len(rules), args)
 	}
-	if err := yaml.Unmarshal(values, &v); err != nil {
-		t.Fatal(err)
-	}
-	if got := v.Monitoring.PrometheusRule.LatencyThresholdSeconds; got != threshold(t, g, "GraftLatencyNearBudget") {
-		t.Errorf("the chart's latencyThresholdSeconds %v differs from the component's", got)
+	return prometheusRuleSpec(t, rules[0].yaml)
+}
+
+// TestChartLatencyThresholdFollowsBudget: the chart puts
+// GraftLatencyNearBudget at 80% of the budget graft answers within, as
+// graft computes it from the configuration the chart renders (parsed by
+// graft's own config package, so the chart's duration parsing is checked
+// against Go's) and the webhooks' timeout; an explicit value wins.
+func TestChartLatencyThresholdFollowsBudget(t *testing.T) {
+	h := newHelm(t)
+	for _, c := range []struct {
+		name string
+		args []string
+		want float64 // 0: derived from the rendered configuration
+	}{
+		{name: "defaults"},
+		{name: "500ms", args: []string{"--set", "config.server.budget=500ms"}},
+		{name: "fraction", args: []string{"--set", "config.server.budget=.75s"}},
+		{name: "compound", args: []string{"--set", "config.server.budget=1s250ms"}},
+		{name: "microseconds", args: []string{"--set", "config.server.budget=800us"}},
+		{name: "zero is the default", args: []string{"--set", "config.server.budget=0s"}},
+		{name: "timeout binds", args: []string{"--set", "config.server.budget=5s", "--set", "webhook.timeoutSeconds=2"}},
+		{name: "margin over the timeout", args: []string{"--set", "config.server.budget=5s", "--set", "webhook.timeoutSeconds=1", "--set", "config.server.timeoutMargin=1500ms"}},
+		{name: "explicit", args: []string{"--set", "config.server.budget=500ms", "--set-json", "monitoring.prometheusRule.latencyThresholdSeconds=0.3"}, want: 0.3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"--set", "monitoring.prometheusRule.enabled=true"}, c.args...)
+			out := h.render(t, args...)
+			_, g := prometheusRuleSpec(t, out.find("PrometheusRule")[0].yaml)
+			want := c.want
+			if want == 0 {
+				server := renderedConfig(t, out, release).Server
+				if err := server.Default(); err != nil {
+					t.Fatal(err)
+				}
+				mwc := one[admissionv1.MutatingWebhookConfiguration](t, out, "MutatingWebhookConfiguration", release)
+				timeout := time.Duration(deref(mwc.Webhooks[0].TimeoutSeconds)) * time.Second
+				// webhook/deadline.go: the smaller of the budget and the
+				// timeout less the margin (half the timeout if none is left).
+				left := timeout - server.TimeoutMargin.Duration
+				if left <= 0 {
+					left = timeout / 2
+				}
+				want = math.Round(0.8*min(server.Budget.Duration, left).Seconds()*1e6) / 1e6
+			}
+			if got := threshold(t, g, "GraftLatencyNearBudget"); math.Abs(got-want) > 1e-9 {
+				t.Errorf("GraftLatencyNearBudget at %v, want %v", got, want)
+			}
+		})
 	}
 }
 
 // TestChartAlertRules: the chart's rules for other values still pass
-// promtool, with the release's job and the thresholds put in.
+// promtool, with the release's job and the thresholds put in, and the
+// unit tests of testdata/chart_alerts_test.yaml, in which the derived
+// thresholds decide, pass against them.
 func TestChartAlertRules(t *testing.T) {
 	promtool := tool(t, "GRAFT_PROMTOOL")
 	h := newHelm(t)
@@ -264,16 +316,28 @@ func TestChartAlertRules(t *testing.T) {
 	for _, o := range out.find("PrometheusRule") {
 		found = true
 		file, g := prometheusRuleSpec(t, o.yaml)
-		path := filepath.Join(t.TempDir(), "rules.yaml")
+		dir := t.TempDir()
+		path := filepath.Join(dir, "rules.yaml")
 		if err := os.WriteFile(path, file, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if out, err := run(t, nil, promtool, "check", "rules", "--lint=all", "--lint-fatal", path); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
-		// custom-values.yaml: nameOverride sidecars, latency 0.4 s, timeoutSeconds 5.
+		tests, err := os.ReadFile("testdata/chart_alerts_test.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		testsPath := filepath.Join(dir, "chart_alerts_test.yaml")
+		if err := os.WriteFile(testsPath, tests, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := run(t, nil, promtool, "test", "rules", testsPath); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		// custom-values.yaml: nameOverride sidecars, budget 500ms, timeoutSeconds 5.
 		if got := threshold(t, g, "GraftLatencyNearBudget"); got != 0.4 {
-			t.Errorf("GraftLatencyNearBudget at %v, want the values' 0.4", got)
+			t.Errorf("GraftLatencyNearBudget at %v, want 80%% of the values' 500ms budget", got)
 		}
 		if got := threshold(t, g, "GraftWebhookSlow"); got != 2.5 {
 			t.Errorf("GraftWebhookSlow at %v, want half of timeoutSeconds 5", got)
