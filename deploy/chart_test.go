@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/yaml"
 
@@ -138,8 +139,10 @@ func TestChartCIValuesRenderAlone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(parseObjects(t, out).find("Deployment")) != 1 {
-				t.Error("no Deployment rendered")
+			if !slices.ContainsFunc(parseObjects(t, out).find("Deployment"), func(o object) bool {
+				return strings.HasPrefix(o.name, "graft-ct") && !strings.HasSuffix(o.name, "-audit")
+			}) {
+				t.Error("no graft Deployment rendered")
 			}
 		})
 	}
@@ -261,7 +264,8 @@ func TestChartIsDeterministic(t *testing.T) {
 // never writes to its own webhook configuration or policy, so the chart
 // makes no RBAC objects for it and mounts no token, whatever the values.
 // The one exception is opt-in and not graft's: audit.rbac.enabled gives
-// `graft audit` its own ServiceAccount, allowed to get and list only.
+// `graft audit` (and audit.exporter its exporter) its own ServiceAccount,
+// allowed to get and list only.
 func TestChartGrantsNothing(t *testing.T) {
 	h := newHelm(t)
 	for _, v := range chartVariants(t, "") {
@@ -408,8 +412,18 @@ func checkAuditRBAC(t *testing.T, kind, name string, doc []byte) {
 		if len(obj.Subjects) != 1 || !strings.HasSuffix(obj.Subjects[0].Name, "-audit") {
 			t.Errorf("ClusterRoleBinding %s binds %v, want audit's ServiceAccount alone", name, obj.Subjects)
 		}
-	case "ServiceAccount":
+	case "ServiceAccount", "Service", "ServiceMonitor":
+	case "Deployment":
+		// The exporter: it runs as audit's ServiceAccount, and only audits.
+		var d appsv1.Deployment
+		if err := yaml.UnmarshalStrict(doc, &d); err != nil {
+			t.Fatalf("%s %s: %v", kind, name, err)
+		}
+		ps := d.Spec.Template.Spec
+		if !strings.HasSuffix(ps.ServiceAccountName, "-audit") || len(ps.Containers) != 1 || len(ps.Containers[0].Args) == 0 || ps.Containers[0].Args[0] != "audit" {
+			t.Errorf("Deployment %s: want graft audit run as audit's ServiceAccount, got %s running %v", name, ps.ServiceAccountName, ps.Containers[0].Args)
+		}
 	default:
-		t.Errorf("%s %s: audit makes only a ClusterRole, its binding and a ServiceAccount", kind, name)
+		t.Errorf("%s %s: audit makes only a ClusterRole, its binding, a ServiceAccount and its exporter", kind, name)
 	}
 }

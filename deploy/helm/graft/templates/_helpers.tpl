@@ -49,6 +49,15 @@ app.kubernetes.io/name: {{ include "graft.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{/*
+What the audit exporter's selectors match: a name of its own, so that
+graft's selectors (name and instance) never take its Pods.
+*/}}
+{{- define "graft.auditSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "graft.name" . }}-audit
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
 {{/* Objects of graft's own: its name, part of graft. */}}
 {{- define "graft.labels" -}}
 {{ include "graft.selectorLabels" . }}
