@@ -89,26 +89,34 @@ func componentRules(t *testing.T) ([]byte, ruleGroups) {
 	return prometheusRuleSpec(t, y)
 }
 
+// alertTestFiles are the promtool unit tests of the component's rules:
+// one evaluated every minute, one hourly for alerts that wait days.
+var alertTestFiles = []string{"testdata/alerts_test.yaml", "testdata/alerts_week_test.yaml"}
+
 // TestAlertRules: promtool accepts the rules, and the unit tests of
-// testdata/alerts_test.yaml pass against them.
+// alertTestFiles pass against them.
 func TestAlertRules(t *testing.T) {
 	promtool := tool(t, "GRAFT_PROMTOOL")
 	file, _ := componentRules(t)
 	dir := t.TempDir()
-	tests, err := os.ReadFile("testdata/alerts_test.yaml")
-	if err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "rules.yaml"), file, 0o644); err != nil {
 		t.Fatal(err)
-	}
-	for name, data := range map[string][]byte{"rules.yaml": file, "alerts_test.yaml": tests} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 	if out, err := run(t, nil, promtool, "check", "rules", "--lint=all", "--lint-fatal", filepath.Join(dir, "rules.yaml")); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if out, err := run(t, nil, promtool, "test", "rules", filepath.Join(dir, "alerts_test.yaml")); err != nil {
-		t.Fatalf("%v\n%s", err, out)
+	for _, f := range alertTestFiles {
+		tests, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, filepath.Base(f))
+		if err := os.WriteFile(path, tests, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := run(t, nil, promtool, "test", "rules", path); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
 	}
 }
 
@@ -117,29 +125,31 @@ func TestAlertRules(t *testing.T) {
 // could never fire or never clear, fails here.
 func TestEveryAlertIsTested(t *testing.T) {
 	_, groups := componentRules(t)
-	data, err := os.ReadFile("testdata/alerts_test.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tests struct {
-		Tests []struct {
-			AlertRuleTest []struct {
-				Alertname string            `json:"alertname"`
-				ExpAlerts []json.RawMessage `json:"exp_alerts"`
-			} `json:"alert_rule_test"`
-		} `json:"tests"`
-	}
-	// promtool checks the format; only what this test needs is read.
-	if err := yaml.Unmarshal(data, &tests); err != nil {
-		t.Fatal(err)
-	}
 	fires, quiet := map[string]bool{}, map[string]bool{}
-	for _, tc := range tests.Tests {
-		for _, a := range tc.AlertRuleTest {
-			if len(a.ExpAlerts) > 0 {
-				fires[a.Alertname] = true
-			} else {
-				quiet[a.Alertname] = true
+	for _, f := range alertTestFiles {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tests struct {
+			Tests []struct {
+				AlertRuleTest []struct {
+					Alertname string            `json:"alertname"`
+					ExpAlerts []json.RawMessage `json:"exp_alerts"`
+				} `json:"alert_rule_test"`
+			} `json:"tests"`
+		}
+		// promtool checks the format; only what this test needs is read.
+		if err := yaml.Unmarshal(data, &tests); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range tests.Tests {
+			for _, a := range tc.AlertRuleTest {
+				if len(a.ExpAlerts) > 0 {
+					fires[a.Alertname] = true
+				} else {
+					quiet[a.Alertname] = true
+				}
 			}
 		}
 	}
@@ -159,7 +169,7 @@ func TestEveryAlertIsTested(t *testing.T) {
 	}
 	for name := range fires {
 		if !names[name] {
-			t.Errorf("testdata/alerts_test.yaml tests %s, which is not an alert", name)
+			t.Errorf("%v test %s, which is not an alert", alertTestFiles, name)
 		}
 	}
 }
@@ -199,6 +209,10 @@ func TestEveryAlertHasARunbook(t *testing.T) {
 		}
 	}
 }
+
+// selectorRE finds the label selectors of a query: a metric name and {
+// (not Grafana's ${var}).
+var selectorRE = regexp.MustCompile(`[A-Za-z0-9_:]\{`)
 
 var thresholdRE = regexp.MustCompile(`>\s*([0-9.]+)\s*$`)
 
@@ -399,7 +413,7 @@ func TestDashboard(t *testing.T) {
 	for _, v := range d.Templating.List {
 		vars[v.Name] = true
 	}
-	for _, v := range []string{"datasource", "job", "webhook"} {
+	for _, v := range []string{"datasource", "cluster", "job", "webhook"} {
 		if !vars[v] {
 			t.Errorf("no variable %s", v)
 		}
@@ -434,6 +448,11 @@ func TestDashboard(t *testing.T) {
 			queries++
 			if strings.TrimSpace(q.Expr) == "" || q.Datasource.UID != "${datasource}" {
 				t.Errorf("%s: a query without an expression or on another data source", where)
+			}
+			// One dashboard for many clusters: every selector filters on
+			// the cluster variable.
+			if n, c := len(selectorRE.FindAllString(q.Expr, -1)), strings.Count(q.Expr, `{cluster=~"$cluster"`); n == 0 || n != c {
+				t.Errorf("%s: %d of the %d selectors of %s filter on cluster=~\"$cluster\"", where, c, n, q.Expr)
 			}
 		}
 	}
