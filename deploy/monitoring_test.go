@@ -357,12 +357,14 @@ func TestChartAlertRules(t *testing.T) {
 			t.Errorf("GraftWebhookSlow at %v, want half of timeoutSeconds 5", got)
 		}
 		for _, a := range g.alerts() {
-			if strings.Contains(a.Expr, `job="graft"`) {
-				t.Errorf("%s still selects job graft: %s", a.Alert, a.Expr)
+			if strings.Contains(a.Expr, `job="graft"`) || strings.Contains(a.Expr, `job="graft-audit"`) {
+				t.Errorf("%s still selects the component's job: %s", a.Alert, a.Expr)
 			}
 		}
-		if !bytes.Contains(file, []byte(`job="graft-sidecars"`)) {
-			t.Error(`no rule selects the release's job "graft-sidecars"`)
+		for _, job := range []string{`job="graft-sidecars"`, `job="graft-sidecars-audit"`} {
+			if !bytes.Contains(file, []byte(job)) {
+				t.Errorf("no rule selects the release's %s", job)
+			}
 		}
 	}
 	if !found {
