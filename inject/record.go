@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // record is graft.dev/status as the request path reads it: every string is
@@ -124,7 +126,7 @@ func (r *record) hasLegacy() bool {
 	return false
 }
 
-var errStatus = errors.New("not a graft.dev/status record")
+var errStatus = errors.New("not a " + names.Status + " record")
 
 // parse reads a status value (the annotation's value, unescaped: JSON).
 // Version 2 is {"version":2,"injected":[...],"templates":[{...}]};
@@ -262,10 +264,10 @@ func (r *record) strings(sc *scanner, sp *span) error {
 	return err
 }
 
-// str reads a string whose content is valid JSON string content: it is
-// written back as it is.
+// str reads a string whose content is valid JSON string content, in its
+// canonical form (see canonical): it is written back as it is.
 func (r *record) str(sc *scanner) (string, error) {
-	s, _, err := sc.str()
+	s, err := sc.value()
 	if err != nil || !r.plain && !validContent(s) {
 		return "", errStatus
 	}

@@ -1,32 +1,21 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/graftdev/graft/audit"
+	"github.com/graftdev/graft/internal/live"
+	"github.com/graftdev/graft/internal/offline"
 )
 
 // exitFound is audit's exit code when a Pod is in a --fail-on class (1 is
 // any error, as for every command).
 const exitFound = 3
-
-// exitError carries an exit code other than 1 to main.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
 
 type auditFlags struct {
 	cluster       clusterFlags
@@ -38,6 +27,8 @@ type auditFlags struct {
 	chunkSize     int64
 	config        string
 	templatesDir  string
+	serve         string        // --serve: the exporter's address (audit_serve.go)
+	interval      time.Duration // --interval, with --serve
 }
 
 func newAuditCmd() *cobra.Command {
@@ -55,7 +46,13 @@ Deployment, StatefulSet, DaemonSet, CronJob, Job or bare Pod.
 
 Without -n, every namespace is audited (-A says so explicitly).
 -o table (default), json (schema audit.graft.dev/v1alpha1) or prometheus
-(the text format, for node_exporter's textfile collector).
+(the text format, for node_exporter's textfile collector). Pods are
+written as they are classified, a LIST page at a time (the table aligned
+per 500 lines), so memory does not grow with the fleet; an error midway
+cuts the output short and exits 1.
+--serve ADDR keeps running as a Prometheus exporter: an audit every
+--interval (5m), the newest report on /metrics, for the audit alerts
+(deploy/components/audit runs it so).
 Exit codes: 0 done; 1 an error; 3 a Pod is in a class --fail-on lists.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -72,10 +69,14 @@ Exit codes: 0 done; 1 an error; 3 a Pod is in a class --fail-on lists.`,
 	fl.Int64Var(&f.chunkSize, "chunk-size", 500, "objects per LIST page")
 	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve")
 	fl.StringVar(&f.templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
+	f.registerServe(fl)
 	return cmd
 }
 
 func runAudit(cmd *cobra.Command, f *auditFlags) error {
+	if f.serve != "" {
+		return runAuditServe(cmd, f)
+	}
 	if err := checkFormat(f.output, "table", "json", "prometheus"); err != nil {
 		return err
 	}
@@ -92,28 +93,26 @@ func runAudit(cmd *cobra.Command, f *auditFlags) error {
 	if err != nil {
 		return fmt.Errorf("--fail-on: %w", err)
 	}
-	engine, err := newOfflineEngine(f.config, f.templatesDir, "", "")
+	engine, err := offline.NewEngine(f.config, f.templatesDir, "", "")
 	if err != nil {
 		return err
 	}
-	c, err := f.cluster.client()
+	cluster, err := live.Connect(f.cluster.config(""))
 	if err != nil {
 		return err
 	}
-	rep, err := auditCluster(cmd.Context(), c, audit.New(engine), f.namespace, f.chunkSize)
+	// The Pods stream out as they are classified: a fleet's report is
+	// never held whole.
+	start := time.Now()
+	out, err := audit.NewWriter(cmd.OutOrStdout(), f.output, f.workloads, start)
 	if err != nil {
 		return err
 	}
-	out := cmd.OutOrStdout()
-	switch f.output {
-	case "json":
-		err = rep.WriteJSON(out)
-	case "prometheus":
-		err = rep.WritePrometheus(out)
-	default:
-		err = rep.WriteTable(out, f.workloads)
-	}
+	rep, err := cluster.Audit(commandContext(cmd), audit.New(engine), f.namespace, f.chunkSize, out, start)
 	if err != nil {
+		return err
+	}
+	if err := out.Close(rep); err != nil {
 		return err
 	}
 	if rep.Any(failOn) {
@@ -127,77 +126,4 @@ func runAudit(cmd *cobra.Command, f *auditFlags) error {
 		return &exitError{code: exitFound, err: fmt.Errorf("pods in --fail-on classes: %s", strings.Join(found, ", "))}
 	}
 	return nil
-}
-
-// auditCluster classifies the Pods of namespace ("" every one). Pods are
-// read a page at a time and only their verdicts kept.
-func auditCluster(ctx context.Context, c kubernetes.Interface, a *audit.Auditor, namespace string, chunk int64) (*audit.Report, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	rep := &audit.Report{Time: time.Now()}
-	nss := map[string]audit.Namespace{}
-	if namespace != "" {
-		ns, err := c.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("namespace %s: %w", namespace, err)
-		}
-		nss[ns.Name] = auditNamespace(ns)
-	} else {
-		err := listPages(ctx, chunk, func(ctx context.Context, opts metav1.ListOptions) (*corev1.NamespaceList, string, error) {
-			l, err := c.CoreV1().Namespaces().List(ctx, opts)
-			if err != nil {
-				return nil, "", err
-			}
-			return l, l.Continue, nil
-		}, func(l *corev1.NamespaceList) error {
-			for i := range l.Items {
-				nss[l.Items[i].Name] = auditNamespace(&l.Items[i])
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("listing namespaces: %w", err)
-		}
-	}
-	own, err := loadOwners(ctx, c, namespace, chunk)
-	if err != nil {
-		return nil, fmt.Errorf("listing owners: %w", err)
-	}
-	err = listPages(ctx, chunk, func(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, string, error) {
-		l, err := c.CoreV1().Pods(namespace).List(ctx, opts)
-		if err != nil {
-			return nil, "", err
-		}
-		return l, l.Continue, nil
-	}, func(l *corev1.PodList) error {
-		for i := range l.Items {
-			p := &l.Items[i]
-			ns, ok := nss[p.Namespace]
-			if !ok { // created since the namespaces were listed
-				got, err := c.CoreV1().Namespaces().Get(ctx, p.Namespace, metav1.GetOptions{})
-				if err != nil {
-					return fmt.Errorf("namespace %s: %w", p.Namespace, err)
-				}
-				ns = auditNamespace(got)
-				nss[ns.Name] = ns
-			}
-			ap, err := auditPod(p)
-			if err != nil {
-				return err
-			}
-			v, err := a.Classify(ns, ap)
-			if err != nil {
-				return err
-			}
-			rep.Pods = append(rep.Pods, audit.PodResult{Namespace: p.Namespace, Name: p.Name,
-				Workload: own.workload(p.Name, p.OwnerReferences), Verdict: v})
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
-	}
-	rep.Duration = time.Since(rep.Time)
-	return rep, nil
 }
