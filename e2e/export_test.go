@@ -415,9 +415,10 @@ func TestExportReinvocationWithForeignMutator(t *testing.T) {
 	requireAgentInjected(t, got) // every app container, the foreign one too
 }
 
-// TestExportHandSetLabel: the exported validating policy passes Pods
-// labelled graft.dev/injected by selector, without converting them. A
-// Pod author's own label must not take a Pod past it: the mutating
+// TestExportHandSetLabel: the exported validating policy's match
+// condition passes over a Pod labelled graft.dev/injected whose record's
+// containers are all there, without evaluating its checks. A Pod
+// author's own label must not take a Pod past it: the mutating
 // policy takes the label off every Pod it leaves for the validating
 // policy to refuse, and the Pod is refused as without the label (as the
 // webhook refuses it, or by the policies' design).

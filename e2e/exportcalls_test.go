@@ -63,7 +63,7 @@ func TestExportEvaluationsPerCreate(t *testing.T) {
 			}
 			t.Logf("%s: the API server evaluated graft-agent %g times for one create", c.name, evals)
 			if evals != 1 {
-				t.Errorf("the API server evaluated graft-agent %g times for one create, want 1 (see the README's cost row)", evals)
+				t.Errorf("the API server evaluated graft-agent %g times for one create, want 1 (see docs/concepts/webhook-or-policy.md)", evals)
 			}
 		})
 	}
