@@ -63,6 +63,7 @@ func newRootCmd() *cobra.Command {
 		newExplainCmd(),
 		newUninjectCmd(),
 		newAuditCmd(),
+		newRolloutCmd(),
 		newRenderCmd(),
 		newTemplatesCmd(),
 		newCertsCmd(),

@@ -63,6 +63,10 @@ const (
 	NamespaceNameLabel = "kubernetes.io/metadata.name"
 	// OSLabel is the node label a Pod selects an operating system by.
 	OSLabel = "kubernetes.io/os"
+	// RestartedAt is the pod-template annotation `kubectl rollout
+	// restart` sets to the time of the restart; graft rollout and the
+	// watchdog restart owners the same way.
+	RestartedAt = "kubectl.kubernetes.io/restartedAt"
 )
 
 // Kind says what a name is put on and how.
