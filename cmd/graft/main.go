@@ -64,6 +64,7 @@ func newRootCmd() *cobra.Command {
 		newUninjectCmd(),
 		newAuditCmd(),
 		newRolloutCmd(),
+		newWatchdogCmd(),
 		newRenderCmd(),
 		newTemplatesCmd(),
 		newCertsCmd(),

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
@@ -21,6 +23,9 @@ import (
 // DaemonSet: its Pods' labels, whether a template change replaces its
 // Pods, and how far its rollout is.
 type restartable struct {
+	// obj is the owner as read, for Events about it.
+	obj        runtime.Object
+	template   *corev1.PodTemplateSpec
 	generation int64
 	labels     map[string]string
 	// onDelete: the owner replaces a Pod only when it is deleted.
@@ -69,7 +74,8 @@ func deploymentState(d *appsv1.Deployment) *restartable {
 		want = *d.Spec.Replicas
 	}
 	st := d.Status
-	r := &restartable{generation: d.Generation, labels: d.Spec.Template.Labels, ready: int(min(st.UpdatedReplicas, st.AvailableReplicas)), want: int(want)}
+	r := &restartable{obj: d, template: &d.Spec.Template, generation: d.Generation, labels: d.Spec.Template.Labels,
+		ready: int(min(st.UpdatedReplicas, st.AvailableReplicas)), want: int(want)}
 	for _, c := range st.Conditions {
 		if c.Type == appsv1.DeploymentProgressing && c.Reason == "ProgressDeadlineExceeded" {
 			r.failed, r.pending = true, "progress deadline exceeded: "+c.Message
@@ -99,7 +105,7 @@ func statefulSetState(s *appsv1.StatefulSet) *restartable {
 		want = *s.Spec.Replicas
 	}
 	st := s.Status
-	r := &restartable{generation: s.Generation, labels: s.Spec.Template.Labels, ready: int(min(st.UpdatedReplicas, st.ReadyReplicas)), want: int(want),
+	r := &restartable{obj: s, template: &s.Spec.Template, generation: s.Generation, labels: s.Spec.Template.Labels, ready: int(min(st.UpdatedReplicas, st.ReadyReplicas)), want: int(want),
 		onDelete: s.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType}
 	partition := int32(0)
 	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
@@ -123,8 +129,9 @@ func statefulSetState(s *appsv1.StatefulSet) *restartable {
 // run one.
 func daemonSetState(d *appsv1.DaemonSet) *restartable {
 	st := d.Status
-	r := &restartable{generation: d.Generation, labels: d.Spec.Template.Labels, ready: int(min(st.UpdatedNumberScheduled, st.NumberAvailable)),
-		want: int(st.DesiredNumberScheduled), onDelete: d.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType}
+	r := &restartable{obj: d, template: &d.Spec.Template, generation: d.Generation, labels: d.Spec.Template.Labels,
+		ready: int(min(st.UpdatedNumberScheduled, st.NumberAvailable)),
+		want:  int(st.DesiredNumberScheduled), onDelete: d.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType}
 	switch {
 	case st.ObservedGeneration < d.Generation:
 		r.pending = "waiting for the controller to observe the restart"

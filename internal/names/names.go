@@ -22,6 +22,10 @@ const (
 	// Revision on a namespace (or a Pod, where its profile allows) selects
 	// a template revision or a tag pointing at one.
 	Revision = Prefix + "rev"
+	// Watchdog on a namespace, set to EnabledValue, opts its Pods in to
+	// graft watchdog: owners of Pods admitted without graft are
+	// restarted.
+	Watchdog = Prefix + "watchdog"
 )
 
 // Values of Inject.
@@ -98,6 +102,8 @@ func All() []Name {
 				"On a Pod: `\"" + OptOutValue + "\"` opts the Pod out."},
 		{Revision, Label, "Namespace, Pod", "users",
 			"A template revision, or a tag pointing at one (`stable`, `canary`); on a Pod only where its profile allows."},
+		{Watchdog, Label, "Namespace", "users",
+			"`" + EnabledValue + "` opts the namespace in to `graft watchdog`: the owners of its Pods admitted without graft are restarted."},
 		{Injected, Label, "Pod", "graft",
 			"Set on every Pod graft injects, to the revision it injected from; the guarantee policy selects on it."},
 		{Status, Annotation, "Pod", "graft",
