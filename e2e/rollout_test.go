@@ -416,4 +416,3 @@ func TestRolloutInPlace(t *testing.T) {
 	t.Logf("graft rollout --apply --in-place: %d Pods (%d owners) upgraded in place in %s, same uids; audit afterwards: %v",
 		pods, len(res.Items), took.Round(100*time.Millisecond), after)
 }
-
