@@ -70,6 +70,7 @@ func newRootCmd() *cobra.Command {
 		newCertsCmd(),
 		newExportCmd(),
 		newWebhooksCmd(),
+		newProbeCmd(),
 		newVersionCmd(),
 	)
 	return root
