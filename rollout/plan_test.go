@@ -219,7 +219,7 @@ func TestProgress(t *testing.T) {
 	it := &Item{Owner: Owner{Namespace: "a", Kind: "Deployment", Name: "web"}, State: Done, Message: "rolled out: 3/3 Pods ready"}
 	for _, terminal := range []bool{false, true} {
 		var out bytes.Buffer
-		p := NewProgress(&out, terminal, now)
+		p := NewProgress(&out, terminal, 0, now)
 		p.Begin(2)
 		p.Started(it, "restarting")
 		p.Ready(it, 1, 3)
@@ -235,5 +235,43 @@ func TestProgress(t *testing.T) {
 		if got := strings.Contains(s, "\r\x1b[K"); got != terminal {
 			t.Errorf("terminal=%v: line erased %v:\n%q", terminal, got, s)
 		}
+	}
+}
+
+// On a narrow terminal the status line is cut to fit, so erasing it
+// erases all of it; finished lines are never cut.
+func TestProgressFitsTheTerminal(t *testing.T) {
+	clock := time.Unix(0, 0)
+	now := func() time.Time { clock = clock.Add(time.Second); return clock }
+	var out bytes.Buffer
+	const width = 40
+	p := NewProgress(&out, true, width, now)
+	p.Begin(3)
+	items := []*Item{
+		{Owner: Owner{Namespace: "payments", Kind: "Deployment", Name: "checkout-frontend"}, State: Done, Message: "rolled out: 3/3 Pods ready"},
+		{Owner: Owner{Namespace: "payments", Kind: "StatefulSet", Name: "ledger"}},
+	}
+	for _, it := range items {
+		p.Started(it, "restarting")
+	}
+	p.Ready(items[1], 1, 5)
+	p.Finished(items[0])
+	p.End()
+	var finished bool
+	for _, seg := range strings.FieldsFunc(out.String(), func(r rune) bool { return r == '\r' || r == '\n' }) {
+		seg = strings.TrimPrefix(seg, "\x1b[K")
+		if strings.HasPrefix(seg, "[1/3] ") {
+			finished = true
+			if !strings.HasSuffix(seg, "rolled out: 3/3 Pods ready") {
+				t.Errorf("the finished line was cut: %q", seg)
+			}
+			continue
+		}
+		if n := len([]rune(seg)); n > width-1 {
+			t.Errorf("status line of %d columns on a terminal of %d: %q", n, width, seg)
+		}
+	}
+	if !finished {
+		t.Errorf("no finished line:\n%q", out.String())
 	}
 }

@@ -15,6 +15,10 @@ type Progress struct {
 	mu       sync.Mutex
 	w        io.Writer
 	terminal bool
+	// width is the terminal's, in columns (0: unknown): a status line
+	// longer than it would wrap, and erasing it would erase its last row
+	// only.
+	width    int
 	now      func() time.Time
 	total    int
 	finished int
@@ -33,9 +37,10 @@ type activeOwner struct {
 // NewProgress writes progress to w: on a terminal, one status line
 // redrawn in place (owners done / total, the owners under way and their
 // Pods ready) under the lines of owners finished; otherwise plain lines,
-// one per event, for logs.
-func NewProgress(w io.Writer, terminal bool, now func() time.Time) *Progress {
-	return &Progress{w: w, terminal: terminal, now: now, active: map[string]*activeOwner{}}
+// one per event, for logs. width is the terminal's in columns (0 if
+// unknown); the status line is cut to fit it.
+func NewProgress(w io.Writer, terminal bool, width int, now func() time.Time) *Progress {
+	return &Progress{w: w, terminal: terminal, width: width, now: now, active: map[string]*activeOwner{}}
 }
 
 // Begin starts a run of total owners.
@@ -126,6 +131,12 @@ func (p *Progress) redraw() {
 		}
 		parts = append(parts, s)
 	}
-	fmt.Fprintf(p.w, "[%d/%d done] %s", p.finished, p.total, strings.Join(parts, "; "))
+	line := fmt.Sprintf("[%d/%d done] %s", p.finished, p.total, strings.Join(parts, "; "))
+	// One column short of the width: a line filling it leaves some
+	// terminals' cursor on the next row.
+	if r := []rune(line); p.width > 1 && len(r) > p.width-1 {
+		line = string(r[:p.width-2]) + "…"
+	}
+	fmt.Fprint(p.w, line)
 	p.drawn = true
 }

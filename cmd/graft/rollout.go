@@ -162,7 +162,8 @@ func runRollout(cmd *cobra.Command, f *rolloutFlags) error {
 		return rollout.Write(cmd.OutOrStdout(), f.output, plan, true, start, 0)
 	}
 	stderr := cmd.ErrOrStderr()
-	prog := rollout.NewProgress(stderr, isTerminal(stderr), time.Now)
+	terminal, width := terminalWidth(stderr)
+	prog := rollout.NewProgress(stderr, terminal, width, time.Now)
 	applyErr := cluster.Apply(ctx, plan, live.RolloutOptions{MaxConcurrent: f.maxConcurrent, Timeout: f.timeout,
 		Interval: 500 * time.Millisecond, Now: time.Now}, prog)
 	if err := rollout.Write(cmd.OutOrStdout(), f.output, plan, false, start, time.Since(start)); err != nil {
@@ -196,8 +197,16 @@ func rolloutExit(plan *rollout.Plan) error {
 	return nil
 }
 
-// isTerminal reports whether w is a terminal, for the progress display.
-func isTerminal(w io.Writer) bool {
+// terminalWidth reports whether w is a terminal, for the progress
+// display, and its width in columns (0 if unknown).
+func terminalWidth(w io.Writer) (bool, int) {
 	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return false, 0
+	}
+	width, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return true, 0
+	}
+	return true, width
 }

@@ -151,11 +151,12 @@ func (cl *Cluster) upgradeInPlace(ctx context.Context, it *rollout.Item, o Rollo
 		if p.Upgrade == nil {
 			continue
 		}
-		if _, err := pods.Patch(ctx, p.Name, types.JSONPatchType, p.Upgrade.Patch, metav1.PatchOptions{FieldManager: "graft"}); err != nil {
+		patched, err := pods.Patch(ctx, p.Name, types.JSONPatchType, p.Upgrade.Patch, metav1.PatchOptions{FieldManager: "graft"})
+		if err != nil {
 			it.State, it.Message = rollout.Failed, fmt.Sprintf("pod %s: %v", p.Name, err)
 			return
 		}
-		if err := cl.waitPodReady(ctx, it.Namespace, p.Name, o); err != nil {
+		if err := cl.waitPodReady(ctx, it.Namespace, p.Name, patched.Generation, o); err != nil {
 			it.State, it.Message = rollout.Failed, fmt.Sprintf("pod %s: %v", p.Name, err)
 			return
 		}
@@ -164,14 +165,19 @@ func (cl *Cluster) upgradeInPlace(ctx context.Context, it *rollout.Item, o Rollo
 	it.State, it.Message = rollout.Done, fmt.Sprintf("%d Pods upgraded in place", len(it.Pods))
 }
 
-// waitPodReady waits until Pod ns/name reports Ready (a Pod that was not
-// running is not waited for).
-func (cl *Cluster) waitPodReady(ctx context.Context, ns, name string, o RolloutOptions) error {
+// waitPodReady waits until Pod ns/name reports Ready for its generation
+// gen (a Pod that was not running is not waited for). Right after the
+// patch the Pod's status is still the old containers': a kubelet that
+// reports status.observedGeneration (PodObservedGenerationTracking) is
+// waited for until it has seen the patch; one that reports none is judged
+// by its Ready condition alone.
+func (cl *Cluster) waitPodReady(ctx context.Context, ns, name string, gen int64, o RolloutOptions) error {
 	wctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	for {
 		p, err := cl.client.CoreV1().Pods(ns).Get(wctx, name, metav1.GetOptions{})
-		if err == nil && (p.Status.Phase != corev1.PodRunning || podReady(p)) {
+		seen := err == nil && (p.Status.ObservedGeneration == 0 || p.Status.ObservedGeneration >= gen)
+		if err == nil && (p.Status.Phase != corev1.PodRunning || seen && podReady(p)) {
 			return nil
 		}
 		select {
