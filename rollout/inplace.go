@@ -16,7 +16,7 @@ import (
 )
 
 // Refusal is why a Pod's sidecars cannot be upgraded in place. The set is
-// closed: Refusals lists it, and docs/rollout.md explains each.
+// closed: Refusals lists it, and docs/tasks/rollout.md explains each.
 type Refusal string
 
 const (

@@ -58,7 +58,7 @@ restart gets an Event on its owner.
 
 Replicas elect a leader with a coordination.k8s.io Lease: only the leader
 acts. Metrics (graft_watchdog_*) and /healthz are served on
---metrics-addr. docs/rollout.md lists the RBAC it needs.`,
+--metrics-addr. docs/tasks/rollout.md lists the RBAC it needs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runWatchdog(cmd, &f)
