@@ -32,11 +32,14 @@ const (
 )
 
 // startWatchdog runs graft watchdog against the suite's cluster with the
-// suite's configuration, its Lease in a namespace of its own; it returns
-// its metrics address. The test's cleanup stops it.
-func startWatchdog(t *testing.T, kubeconfig string) string {
+// suite's configuration, as the ServiceAccount and RBAC
+// deploy/components/watchdog ships (watchdogKubeconfig), its Lease in the
+// namespace lease, made for it; args override its flags. It returns its
+// metrics address. The test's cleanup stops it.
+func startWatchdog(t *testing.T, lease string, args ...string) string {
 	t.Helper()
-	lease := newNamespace(t, "e2e-watchdog-lease", nil)
+	lease = newNamespace(t, lease, nil)
+	kubeconfig := watchdogKubeconfig(t, lease)
 	addrs, err := proc.FreeAddrs(1)
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +53,7 @@ func startWatchdog(t *testing.T, kubeconfig string) string {
 	cmd := exec.Command(graftBin(t), "watchdog", "--kubeconfig", kubeconfig, "--config", env.cluster.GraftConfigPath(),
 		"--lease-namespace", lease, "--identity", "e2e", "--metrics-addr", metrics,
 		"--grace", "5s", "--retry", "2s", "--max-restarts-per-minute", "120")
+	cmd.Args = append(cmd.Args, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -188,8 +192,7 @@ func TestWatchdog(t *testing.T) {
 	if err := env.waitInjecting(t.Context(), ns); err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig := writeKubeconfig(t)
-	metrics := startWatchdog(t, kubeconfig)
+	metrics := startWatchdog(t, "e2e-watchdog-lease")
 
 	made, back := outage(t, ns, "steady", nil)
 	_, without, err := podsInjected(t.Context(), ns)
