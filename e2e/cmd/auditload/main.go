@@ -4,7 +4,8 @@
 // default admission plugins on; no nodes, so nothing runs them), each
 // namespace's owned by a Deployment's ReplicaSet, then runs graft audit
 // as a child process -runs times and reports its wall time and peak
-// resident memory (getrusage of the child). Given several sizes
+// resident memory (getrusage of the child, started by a small process of
+// its own: see runMeasured). Given several sizes
 // (-pods 10000,100000), it audits at each, adding Pods in between, which
 // shows how wall time and memory grow with the fleet. Run it with `make
 // bench-audit` (10,000 Pods) or `make bench-audit-fleet` (10,000, then
@@ -41,6 +42,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == measuredArg {
+		os.Exit(runMeasured(os.Args[2:]))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -229,7 +233,18 @@ func deployment(ctx context.Context, client kubernetes.Interface, ns string) (me
 // auditOnce runs graft audit -A -o json and returns its wall time, its
 // peak RSS in KiB, and how many Pods it reported.
 func auditOnce(ctx context.Context, graft, kubeconfig string, chunk int) (time.Duration, int64, int, error) {
-	cmd := exec.CommandContext(ctx, graft, "audit", "-A", "-o", "json", "--kubeconfig", kubeconfig, "--chunk-size", fmt.Sprint(chunk))
+	self, err := os.Executable()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	peak, err := os.CreateTemp("", "auditload-peak-")
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer os.Remove(peak.Name())
+	peak.Close()
+	cmd := exec.CommandContext(ctx, self, measuredArg, peak.Name(),
+		graft, "audit", "-A", "-o", "json", "--kubeconfig", kubeconfig, "--chunk-size", fmt.Sprint(chunk))
 	cmd.Stderr = os.Stderr
 	start := time.Now()
 	out, err := cmd.Output()
@@ -237,9 +252,9 @@ func auditOnce(ctx context.Context, graft, kubeconfig string, chunk int) (time.D
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("graft audit: %w", err)
 	}
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		return 0, 0, 0, errors.New("no rusage for the child")
+	maxrss, err := readPeak(peak.Name())
+	if err != nil {
+		return 0, 0, 0, err
 	}
 	var rep struct {
 		Summary struct {
@@ -249,5 +264,83 @@ func auditOnce(ctx context.Context, graft, kubeconfig string, chunk int) (time.D
 	if err := json.Unmarshal(out, &rep); err != nil {
 		return 0, 0, 0, fmt.Errorf("graft audit output: %w", err)
 	}
-	return wall, ru.Maxrss, rep.Summary.Pods, nil
+	return wall, maxrss, rep.Summary.Pods, nil
+}
+
+// measuredArg, as auditload's first argument, makes it runMeasured.
+const measuredArg = "-run-measured"
+
+// runMeasured runs args[1:] with the standard streams it was given and
+// writes the child's peak RSS (getrusage, KiB) to the file args[0],
+// with its own peak RSS (VmHWM, KiB) after a space. It exists because a child's
+// ru_maxrss counts the memory of whoever started it: Go starts children
+// with clone(CLONE_VM|CLONE_VFORK), so the child runs in its parent's
+// address space until exec, and the kernel keeps that space's peak as
+// the child's own (exec_mmap). Started by auditload, whose memory grows
+// with the Pods it creates and the reports it reads, graft audit would
+// be charged with auditload's peak; started by this small process, it
+// is charged with at most this one's, which the file carries so that
+// readPeak can tell when that bound, not graft, is what was measured.
+func runMeasured(args []string) int {
+	if len(args) < 2 {
+		fmt.Fprintln(os.Stderr, "auditload: "+measuredArg+" FILE COMMAND [ARG...]")
+		return 2
+	}
+	cmd := exec.Command(args[1], args[2:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		fmt.Fprintln(os.Stderr, "auditload:", err)
+		return 1
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		fmt.Fprintln(os.Stderr, "auditload: no rusage for the child")
+		return 1
+	}
+	// Not getrusage(RUSAGE_SELF): that counts auditload's peak in
+	// turn. VmHWM is this address space's own, what the child inherits.
+	self, err := vmHWM()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "auditload:", err)
+		return 1
+	}
+	if err := os.WriteFile(args[0], fmt.Appendf(nil, "%d %d\n", ru.Maxrss, self), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "auditload:", err)
+		return 1
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+// vmHWM is this process's peak resident set in KiB (/proc/self/status).
+func vmHWM() (int64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc/self/status")
+}
+
+// readPeak reads what runMeasured wrote: the child's peak RSS in KiB,
+// refused if it is no more than the starter's own (then the figure is
+// the starter's, and graft's is unknown).
+func readPeak(file string) (int64, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, fmt.Errorf("graft audit's peak RSS: %w", err)
+	}
+	var child, starter int64
+	if _, err := fmt.Sscan(string(b), &child, &starter); err != nil {
+		return 0, fmt.Errorf("graft audit's peak RSS: %q: %w", b, err)
+	}
+	if child <= starter {
+		return 0, fmt.Errorf("graft audit's peak RSS (%d KiB) is no more than its starter's (%d KiB): not measured", child, starter)
+	}
+	return child, nil
 }
