@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"time"
 
@@ -89,6 +90,10 @@ type fleetResult struct {
 	FailedByCode map[string]int `json:"failed_by_code,omitempty"`
 	FailOpen     int            `json:"webhook_fail_open,omitempty"`
 	PolicyDenied int            `json:"policy_denied,omitempty"`
+	// FailedEvents are the controllers' FailedCreate Events' messages
+	// (the API server's refusals as the ReplicaSet controller got them),
+	// each with how often it was seen, the Pod's generated name cut out.
+	FailedEvents map[string]int `json:"failed_create_events,omitempty"`
 	Uninjected   int            `json:"uninjected"`
 	// CallsPerCreate and WebhookMS are the API server's figures for the
 	// variant's webhook.
@@ -213,8 +218,38 @@ func fleetOnce(ctx context.Context, o options, name string, pod *corev1.Pod, std
 		return res, err
 	}
 	res = fleetFigures(v, w.Seen(), start, before, after)
+	if res.FailedCreates > 0 {
+		if res.FailedEvents, err = failedCreateEvents(ctx, client, v.ns); err != nil {
+			return res, err
+		}
+		for msg, n := range res.FailedEvents {
+			fmt.Fprintf(stderr, "fleet: %s: %d× FailedCreate: %s\n", name, n, msg)
+		}
+	}
 	return res, nil
 }
+
+// failedCreateEvents counts the FailedCreate Events in ns by message,
+// with the Pod's generated name (fleet-NNN-HASH-) made one.
+func failedCreateEvents(ctx context.Context, client kubernetes.Interface, ns string) (map[string]int, error) {
+	evs, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedCreate"})
+	if err != nil {
+		return nil, fmt.Errorf("FailedCreate events: %w", err)
+	}
+	out := map[string]int{}
+	for _, e := range evs.Items {
+		n := int(e.Count)
+		if e.Series != nil {
+			n = int(e.Series.Count)
+		}
+		out[generatedName.ReplaceAllString(e.Message, "fleet-…")] += max(n, 1)
+	}
+	return out, nil
+}
+
+// generatedName is a fleet Pod's name as the ReplicaSet controller
+// generates it.
+var generatedName = regexp.MustCompile(`fleet-[0-9]{3}-[0-9a-z]+-[0-9a-z]*`)
 
 // quietClient is a client of c that drops the API server's warnings (the
 // corpus Pod repeats port names on purpose).

@@ -119,6 +119,7 @@ func (r *fleetReport) markdown() string {
 		fmt.Fprintf(&md, "### Round %d of %d\n\n", i+1, len(r.Rounds))
 		md.WriteString("| variant | Pods | created in | created/s | Ready by then | all Ready in | failed creates | uninjected | calls/create | API server per call | API server CPU/create | graft CPU/create |\n")
 		md.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		var events []string
 		for _, x := range round {
 			calls, call, graftCPU := "—", "—", "—"
 			if x.CallsPerCreate > 0 {
@@ -134,11 +135,15 @@ func (r *fleetReport) markdown() string {
 			failed := fmt.Sprint(x.FailedCreates)
 			if x.FailedCreates > 0 {
 				failed += fmt.Sprintf(" (by code %v; fail-open %d, policy denials %d)", x.FailedByCode, x.FailOpen, x.PolicyDenied)
+				events = append(events, fmt.Sprintf("- %s: %v", x.Variant, x.FailedEvents))
 			}
 			fmt.Fprintf(&md, "| %s | %d | %.1f s | %.0f | %d | %s | %s | %d | %s | %s | %.2f ms | %s |\n",
 				x.Variant, x.Pods, x.CreatedS, x.CreatedPerSec, x.Ready, allReady, failed, x.Uninjected, calls, call, x.APIServerCPUMS, graftCPU)
 		}
 		md.WriteString("\n")
+		if len(events) > 0 {
+			md.WriteString("The ReplicaSet controller's FailedCreate events, by message and count:\n\n" + strings.Join(events, "\n") + "\n\n")
+		}
 	}
 	for _, other := range []string{"none", "minimal", "replay"} {
 		if xs := r.ratios(other, "graft"); len(xs) > 0 {
