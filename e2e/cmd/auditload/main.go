@@ -57,6 +57,7 @@ type options struct {
 	sizes                     []int // fleet sizes, ascending: Pods created before each set of runs
 	namespaces, runs, workers int
 	chunk                     int
+	out, name                 string // where the results go, and their file name
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
@@ -68,6 +69,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	fs.IntVar(&o.runs, "runs", 5, "graft audit runs measured")
 	fs.IntVar(&o.workers, "workers", 16, "concurrent creates")
 	fs.IntVar(&o.chunk, "chunk-size", 500, "graft audit --chunk-size")
+	fs.StringVar(&o.out, "out", "", "if set, write the results to NAME.md and NAME.json in this directory")
+	fs.StringVar(&o.name, "name", "audit-latest", "the results' file name, without extension")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -115,6 +118,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err := c.WriteKubeconfig(kubeconfig); err != nil {
 		return err
 	}
+	res := results{Setup: fmt.Sprintf("kube-apiserver v1.36.3 (default admission plugins) on etcd 3.6, loopback; Pods created through graft's "+
+		"shipped webhooks in %d namespaces, half opted in, each namespace's owned by a Deployment's ReplicaSet; `graft audit -A -o json "+
+		"--chunk-size %d` run as a child of a small starter, wall time and the child's peak RSS (getrusage), %d runs at each size", o.namespaces, o.chunk, o.runs)}
 	created := 0
 	for _, size := range o.sizes {
 		start := time.Now()
@@ -123,35 +129,50 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 		fmt.Fprintf(stderr, "auditload: %d Pods created in %s (%d in all)\n", size-created, time.Since(start).Round(time.Millisecond), size)
 		created = size
-		if err := measure(ctx, opts.Graft, kubeconfig, size, o, stdout); err != nil {
+		load := loadAverage()
+		set, err := measure(ctx, opts.Graft, kubeconfig, size, o, stdout)
+		if err != nil {
 			return err
 		}
+		set.LoadBefore, set.LoadAfter = load, loadAverage()
+		res.Sizes = append(res.Sizes, set)
+	}
+	if o.out != "" {
+		res.When = time.Now().UTC().Format("2006-01-02 15:04 UTC")
+		return res.write(o.out, o.name)
 	}
 	return nil
 }
 
 // measure runs graft audit o.runs times over size Pods and prints each
 // run and the medians.
-func measure(ctx context.Context, graft, kubeconfig string, size int, o options, stdout io.Writer) error {
+func measure(ctx context.Context, graft, kubeconfig string, size int, o options, stdout io.Writer) (sizeResult, error) {
+	set := sizeResult{Pods: size}
 	var walls []time.Duration
 	var rss []int64
 	for i := range o.runs {
 		wall, maxrss, listed, err := auditOnce(ctx, graft, kubeconfig, o.chunk)
 		if err != nil {
-			return err
+			return set, err
 		}
 		if listed < size {
-			return fmt.Errorf("graft audit reported %d Pods, want at least %d", listed, size)
+			return set, fmt.Errorf("graft audit reported %d Pods, want at least %d", listed, size)
 		}
-		fmt.Fprintf(stdout, "run %d: %d Pods, wall %s, peak RSS %.1f MiB\n", i+1, listed, wall.Round(time.Millisecond), float64(maxrss)/1024)
+		line := fmt.Sprintf("run %d: %d Pods, wall %s, peak RSS %.1f MiB", i+1, listed, wall.Round(time.Millisecond), float64(maxrss)/1024)
+		fmt.Fprintln(stdout, line)
+		set.Lines = append(set.Lines, line)
+		set.Runs = append(set.Runs, runResult{WallS: wall.Seconds(), PeakRSSMiB: float64(maxrss) / 1024})
 		walls, rss = append(walls, wall), append(rss, maxrss)
 	}
 	slices.Sort(walls)
 	slices.Sort(rss)
-	fmt.Fprintf(stdout, "graft audit over %d Pods, %d runs: median wall %s (min %s, max %s), median peak RSS %.1f MiB (max %.1f MiB)\n",
+	set.MedianWallS, set.MedianRSSMiB, set.MaxRSSMiB = walls[len(walls)/2].Seconds(), float64(rss[len(rss)/2])/1024, float64(rss[len(rss)-1])/1024
+	line := fmt.Sprintf("graft audit over %d Pods, %d runs: median wall %s (min %s, max %s), median peak RSS %.1f MiB (max %.1f MiB)",
 		size, o.runs, walls[len(walls)/2].Round(time.Millisecond), walls[0].Round(time.Millisecond), walls[len(walls)-1].Round(time.Millisecond),
-		float64(rss[len(rss)/2])/1024, float64(rss[len(rss)-1])/1024)
-	return nil
+		set.MedianRSSMiB, set.MaxRSSMiB)
+	fmt.Fprintln(stdout, line)
+	set.Lines = append(set.Lines, line)
+	return set, nil
 }
 
 // setUp creates the namespaces, half of them opted in, and a Deployment
