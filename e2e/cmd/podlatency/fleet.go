@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -94,7 +95,11 @@ type fleetResult struct {
 	// (the API server's refusals as the ReplicaSet controller got them),
 	// each with how often it was seen, the Pod's generated name cut out.
 	FailedEvents map[string]int `json:"failed_create_events,omitempty"`
-	Uninjected   int            `json:"uninjected"`
+	// GraftFailures are graft's replicas' answers by their failure mode
+	// (graft_admission_failures_total by reason): past the budget, shed,
+	// and so on, each admitted unchanged and then refused by the policy.
+	GraftFailures map[string]int `json:"graft_failure_answers,omitempty"`
+	Uninjected    int            `json:"uninjected"`
 	// CallsPerCreate and WebhookMS are the API server's figures for the
 	// variant's webhook.
 	CallsPerCreate float64 `json:"calls_per_create,omitempty"`
@@ -410,6 +415,7 @@ type fleetSnap struct {
 	policyDenied float64            // by graft's guarantee policy
 	apiserverCPU time.Duration
 	graftCPU     time.Duration
+	graftFailed  map[string]float64 // graft's failure-mode answers by reason
 }
 
 // fleetSnapshot reads the API server's counters and the CPU time of the
@@ -443,12 +449,20 @@ func (b *bench) fleetSnapshot(ctx context.Context, graft []*cluster.Replica) (fl
 	if s.apiserverCPU, err = proc.CPUTime(b.c.APIServerPID()); err != nil {
 		return s, err
 	}
+	s.graftFailed = map[string]float64{}
 	for _, r := range graft {
 		cpu, err := proc.CPUTime(r.Pid())
 		if err != nil {
 			return s, err
 		}
 		s.graftCPU += cpu
+		mf, err := scrapeURL(ctx, http.DefaultClient, r.AdminURL+"/metrics", "")
+		if err != nil {
+			return s, err
+		}
+		for _, m := range mf["graft_admission_failures_total"].GetMetric() {
+			s.graftFailed[histo.Label(m, "reason")] += m.GetCounter().GetValue()
+		}
 	}
 	return s, nil
 }
@@ -491,6 +505,14 @@ func fleetFigures(v variant, pods []cluster.SeenPod, start time.Time, before, af
 		}
 	}
 	r.PolicyDenied = int(after.policyDenied - before.policyDenied)
+	for reason, n := range after.graftFailed {
+		if d := int(n - before.graftFailed[reason]); d > 0 {
+			if r.GraftFailures == nil {
+				r.GraftFailures = map[string]int{}
+			}
+			r.GraftFailures[reason] = d
+		}
+	}
 	if v.webhook != "" {
 		r.FailOpen = int(after.failOpen[v.webhook] - before.failOpen[v.webhook])
 	}

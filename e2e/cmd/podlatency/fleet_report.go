@@ -136,6 +136,9 @@ func (r *fleetReport) markdown() string {
 			if x.FailedCreates > 0 {
 				failed += fmt.Sprintf(" (by code %v; fail-open %d, policy denials %d)", x.FailedByCode, x.FailOpen, x.PolicyDenied)
 				events = append(events, fmt.Sprintf("- %s: %v", x.Variant, x.FailedEvents))
+				if len(x.GraftFailures) > 0 {
+					events = append(events, fmt.Sprintf("- %s: graft's failure-mode answers by reason %v", x.Variant, x.GraftFailures))
+				}
 			}
 			fmt.Fprintf(&md, "| %s | %d | %.1f s | %.0f | %d | %s | %s | %d | %s | %s | %.2f ms | %s |\n",
 				x.Variant, x.Pods, x.CreatedS, x.CreatedPerSec, x.Ready, allReady, failed, x.Uninjected, calls, call, x.APIServerCPUMS, graftCPU)
