@@ -268,6 +268,11 @@ func (p *promWriter) Close(r *Report) error {
 	dur := family("graft_audit_last_run_duration_seconds", "How long the audit run took.")
 	dur.Metric = append(dur.Metric, gauge(r.Duration.Seconds()))
 	for _, f := range []*dto.MetricFamily{podFam, wlFam, last, dur} {
+		if len(f.Metric) == 0 {
+			// No Pods (an empty namespace with -n): the text format has
+			// no way to write a family without samples.
+			continue
+		}
 		if _, err := expfmt.MetricFamilyToText(w, f); err != nil {
 			return fmt.Errorf("prometheus output: %w", err)
 		}

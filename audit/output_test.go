@@ -159,6 +159,24 @@ func TestPrometheusStream(t *testing.T) {
 	}
 }
 
+// TestPrometheusWithoutPods: a run that found no Pods (an empty namespace
+// with -n) still parses and says when it ran.
+func TestPrometheusWithoutPods(t *testing.T) {
+	out, _ := write(t, "prometheus", false, nil)
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(out))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	want := float64(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC).Unix())
+	if got := fams["graft_audit_last_run_timestamp_seconds"].GetMetric(); len(got) != 1 || got[0].GetGauge().GetValue() != want {
+		t.Errorf("last run %v, want %v", got, want)
+	}
+	if n := len(fams["graft_audit_pods"].GetMetric()); n != 0 {
+		t.Errorf("%d graft_audit_pods series for no Pods", n)
+	}
+}
+
 func TestNewWriterRefusesUnknownFormats(t *testing.T) {
 	if _, err := NewWriter(&bytes.Buffer{}, "yaml", false, time.Now()); err == nil {
 		t.Error("NewWriter accepted -o yaml")

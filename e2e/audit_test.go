@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -240,7 +241,7 @@ func TestAudit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("prometheus output does not parse: %v\n%s", err, prom)
 	}
-	podsGauge := func(ns, class, rev string) float64 {
+	podsGauge := func(fams map[string]*dto.MetricFamily, ns, class, rev string) float64 {
 		for _, m := range fams["graft_audit_pods"].GetMetric() {
 			l := map[string]string{}
 			for _, lp := range m.GetLabel() {
@@ -252,19 +253,37 @@ func TestAudit(t *testing.T) {
 		}
 		return -1
 	}
-	for _, c := range []struct {
-		ns, class, rev string
-		n              float64
-	}{
-		{nsCurrent, "current", "default", 100}, {nsCurrent, "opted-out", "", 30}, {nsStale, "stale", "default", 60},
-		{nsDown, "missing", "", 50}, {nsDown, "conflict", "", 20}, {nsOff, "spoofed", "default", 30}, {nsKeep, "conflict", "", 20},
-	} {
-		if got := podsGauge(c.ns, c.class, c.rev); got != c.n {
-			t.Errorf("graft_audit_pods{namespace=%q,class=%q,revision=%q} = %v, want %v", c.ns, c.class, c.rev, got, c.n)
+	checkCounts := func(source string, fams map[string]*dto.MetricFamily) {
+		for _, c := range []struct {
+			ns, class, rev string
+			n              float64
+		}{
+			{nsCurrent, "current", "default", 100}, {nsCurrent, "opted-out", "", 30}, {nsStale, "stale", "default", 60},
+			{nsDown, "missing", "", 50}, {nsDown, "conflict", "", 20}, {nsOff, "spoofed", "default", 30}, {nsKeep, "conflict", "", 20},
+		} {
+			if got := podsGauge(fams, c.ns, c.class, c.rev); got != c.n {
+				t.Errorf("%s: graft_audit_pods{namespace=%q,class=%q,revision=%q} = %v, want %v", source, c.ns, c.class, c.rev, got, c.n)
+			}
+		}
+		if f := fams["graft_audit_last_run_timestamp_seconds"]; f == nil || len(f.GetMetric()) != 1 || f.GetMetric()[0].GetGauge().GetValue() <= 0 {
+			t.Errorf("%s: no graft_audit_last_run_timestamp_seconds", source)
 		}
 	}
-	if f := fams["graft_audit_last_run_timestamp_seconds"]; f == nil || len(f.GetMetric()) != 1 || f.GetMetric()[0].GetGauge().GetValue() <= 0 {
-		t.Error("no graft_audit_last_run_timestamp_seconds")
+	checkCounts("-o prometheus", fams)
+
+	// The exporter deploy/components/audit runs serves the same counts,
+	// and counts its runs.
+	exp := startAuditExporter(t, kubeconfig, "-A")
+	served := scrape(t, plainHTTP, exp.url+"/metrics", "")
+	checkCounts("graft audit --serve", served)
+	var ok float64
+	for _, m := range served["graft_audit_runs_total"].GetMetric() {
+		if len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == "success" {
+			ok = m.GetCounter().GetValue()
+		}
+	}
+	if ok < 1 {
+		t.Errorf("graft_audit_runs_total{result=\"success\"} = %v after the first report", ok)
 	}
 
 	// Live explain: the webhook's decision and the audit class.

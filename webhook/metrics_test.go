@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/graftdev/graft/bench/corpus"
 	"github.com/graftdev/graft/config"
@@ -90,6 +92,8 @@ func wantMetrics(t *testing.T, c *http.Client, base string) {
 		"graft_connections", "graft_connections_refused_total", "graft_connections_evicted_total", "graft_request_body_bytes", "graft_http_refusals_total",
 		"go_goroutines", "process_cpu_seconds_total",
 		`graft_admission_duration_seconds_bucket{le="5e-05"}`, `graft_admission_duration_seconds_bucket{le="1"}`,
+		// 80% of the default budget (the alert threshold) and the budget.
+		`graft_admission_duration_seconds_bucket{le="0.16"}`, `graft_admission_duration_seconds_bucket{le="0.2"}`,
 	} {
 		if !strings.Contains(string(text), name) {
 			t.Errorf("%s/metrics lacks %s", base, name)
@@ -144,5 +148,57 @@ func TestAdmissionLog(t *testing.T) {
 	}
 	if skip["level"] != "debug" || skip["decision"] != "skip" || skip["reason"] != "opted-out" {
 		t.Errorf("skip line: %v", skip)
+	}
+}
+
+// TestDurationBuckets: the latency histogram has bounds at 80% of the
+// budget graft starts with, at the budget and a quarter past it, in
+// whole microseconds, beside the fixed ladder, strictly increasing.
+func TestDurationBuckets(t *testing.T) {
+	for _, c := range []struct {
+		budget time.Duration
+		want   []float64
+	}{
+		{config.DefaultBudget, []float64{0.16, 0.2, 0.25}},
+		{500 * time.Millisecond, []float64{0.4, 0.5, 0.625}},
+		{75 * time.Millisecond, []float64{0.06, 0.075, 0.09375}},
+		{3 * time.Second, []float64{2.4, 3, 3.75}},
+	} {
+		t.Run(c.budget.String(), func(t *testing.T) {
+			b := durationBuckets(c.budget)
+			for _, w := range c.want {
+				if !slices.Contains(b, w) {
+					t.Errorf("no bound at %v in %v", w, b)
+				}
+			}
+			for _, l := range durationLadder {
+				if !slices.Contains(b, l) {
+					t.Errorf("the ladder's bound %v is gone: %v", l, b)
+				}
+			}
+			for i := 1; i < len(b); i++ {
+				if b[i] <= b[i-1] {
+					t.Errorf("bounds not strictly increasing at %d: %v", i, b)
+				}
+			}
+		})
+	}
+}
+
+// TestDurationBucketsFollowTheBudget: a server started with a 500ms
+// budget exposes bounds at 0.4 and 0.5 s, where the chart puts its alert.
+func TestDurationBucketsFollowTheBudget(t *testing.T) {
+	ts := startServer(t, serverSetup{override: func(s *config.Server) { s.Budget = config.Duration{Duration: 500 * time.Millisecond} }})
+	ts.post(t, "/inject", corpus.Review(corpus.Small))
+	resp, err := ts.plain.Get(ts.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, le := range []string{"0.4", "0.5", "0.625"} {
+		if want := `graft_admission_duration_seconds_bucket{le="` + le + `"} 1`; !strings.Contains(string(text), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }

@@ -108,17 +108,16 @@ func New(o Options) (*Server, error) {
 
 // init is New's work; on error the caller releases what it made.
 func (s *Server) init(o Options) error {
-	var err error
-	if s.metrics, err = newMetrics(o.Registry); err != nil {
-		return fmt.Errorf("metrics: %w", err)
-	}
-	s.metricsHandler = fasthttpadaptor.NewFastHTTPHandler(
-		promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
-
 	l, err := load(o.ConfigPath, o.Override)
 	if err != nil {
 		return err
 	}
+	// The latency histogram's bounds follow the budget graft starts with.
+	if s.metrics, err = newMetrics(o.Registry, l.file.Server.Budget.Duration); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	s.metricsHandler = fasthttpadaptor.NewFastHTTPHandler(
+		promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	st, err := l.build(s.metrics, o.Clock)
 	if err != nil {
 		return err
