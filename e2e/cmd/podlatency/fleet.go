@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,10 +93,10 @@ type fleetResult struct {
 	FailedByCode map[string]int `json:"failed_by_code,omitempty"`
 	FailOpen     int            `json:"webhook_fail_open,omitempty"`
 	PolicyDenied int            `json:"policy_denied,omitempty"`
-	// FailedEvents are the controllers' FailedCreate Events' messages
-	// (the API server's refusals as the ReplicaSet controller got them),
-	// each with how often it was seen, the Pod's generated name cut out.
-	FailedEvents map[string]int `json:"failed_create_events,omitempty"`
+	// FailedEvents are the ReplicaSet controller's failed syncs by error
+	// (the API server's refusals as the controller got them; one per
+	// sync, which stops at its first refused create), from its log.
+	FailedEvents map[string]int `json:"controller_errors,omitempty"`
 	// GraftFailures are graft's replicas' answers by their failure mode
 	// (graft_admission_failures_total by reason): past the budget, shed,
 	// and so on, each admitted unchanged and then refused by the policy.
@@ -224,37 +226,52 @@ func fleetOnce(ctx context.Context, o options, name string, pod *corev1.Pod, std
 	}
 	res = fleetFigures(v, w.Seen(), start, before, after)
 	if res.FailedCreates > 0 {
-		if res.FailedEvents, err = failedCreateEvents(ctx, client, v.ns); err != nil {
+		if res.FailedEvents, err = controllerErrors(filepath.Join(b.dir, "kube-controller-manager.log")); err != nil {
 			return res, err
 		}
 		for msg, n := range res.FailedEvents {
-			fmt.Fprintf(stderr, "fleet: %s: %d× FailedCreate: %s\n", name, n, msg)
+			fmt.Fprintf(stderr, "fleet: %s: %d× %s\n", name, n, msg)
 		}
 	}
 	return res, nil
 }
 
-// failedCreateEvents counts the FailedCreate Events in ns by message,
-// with the Pod's generated name (fleet-NNN-HASH-) made one.
-func failedCreateEvents(ctx context.Context, client kubernetes.Interface, ns string) (map[string]int, error) {
-	evs, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedCreate"})
+// controllerErrors counts the ReplicaSet controller's failed syncs in its
+// log by error (the API server's refusal as the controller got it; one
+// per sync, whose batch of creates stops at its first refusal), the
+// object names and the webhook's port cut out. The log, not Events: on a
+// loaded API server the controller's Events are what gets dropped first.
+func controllerErrors(log string) (map[string]int, error) {
+	f, err := os.Open(log)
 	if err != nil {
-		return nil, fmt.Errorf("FailedCreate events: %w", err)
+		return nil, err
 	}
+	defer f.Close()
 	out := map[string]int{}
-	for _, e := range evs.Items {
-		n := int(e.Count)
-		if e.Series != nil {
-			n = int(e.Series.Count)
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		m := syncFailed.FindStringSubmatch(sc.Text())
+		if m == nil || staleCache.MatchString(m[1]) {
+			continue
 		}
-		out[generatedName.ReplaceAllString(e.Message, "fleet-…")] += max(n, 1)
+		msg := strings.ReplaceAll(m[1], `\"`, `"`)
+		msg = generatedName.ReplaceAllString(msg, "fleet-…")
+		out[loopbackPort.ReplaceAllString(msg, "127.0.0.1:…")]++
 	}
-	return out, nil
+	return out, sc.Err()
 }
 
-// generatedName is a fleet Pod's name as the ReplicaSet controller
-// generates it.
-var generatedName = regexp.MustCompile(`fleet-[0-9]{3}-[0-9a-z]+-[0-9a-z]*`)
+var (
+	// syncFailed is the ReplicaSet controller's log line of a failed sync.
+	syncFailed = regexp.MustCompile(`replica_set\.go:\d+\] .*sync \\"[^"]*\\" failed with (.*)" logger=`)
+	// generatedName is a fleet ReplicaSet's or Pod's name.
+	generatedName = regexp.MustCompile(`fleet-[0-9]{3}-[0-9a-z]+(-[0-9a-z]*)?`)
+	loopbackPort  = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
+	// staleCache is the controller waiting for its informer to catch up
+	// with its own writes, no refusal.
+	staleCache = regexp.MustCompile(`^read version: \d+ is not as new as written version`)
+)
 
 // quietClient is a client of c that drops the API server's warnings (the
 // corpus Pod repeats port names on purpose).

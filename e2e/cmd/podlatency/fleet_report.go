@@ -145,7 +145,7 @@ func (r *fleetReport) markdown() string {
 		}
 		md.WriteString("\n")
 		if len(events) > 0 {
-			md.WriteString("The ReplicaSet controller's FailedCreate events, by message and count:\n\n" + strings.Join(events, "\n") + "\n\n")
+			md.WriteString("The ReplicaSet controller's failed syncs (its log; a sync stops at its first refused create), by error and count:\n\n" + strings.Join(events, "\n") + "\n\n")
 		}
 	}
 	for _, other := range []string{"none", "minimal", "replay"} {
