@@ -110,6 +110,10 @@ type fleetResult struct {
 	// replicas' together.
 	APIServerCPUMS float64 `json:"apiserver_cpu_ms_per_create"`
 	GraftCPUMS     float64 `json:"graft_cpu_ms_per_create,omitempty"`
+	// Load is the machine's 1-minute load average at the first scale and
+	// at the last create (/proc/loadavg): the machine is shared, and
+	// rates follow its load.
+	Load [2]float64 `json:"load_average"`
 }
 
 // runFleet runs every fleet variant -fleet-rounds times, the order
@@ -202,6 +206,7 @@ func fleetOnce(ctx context.Context, o options, name string, pod *corev1.Pod, std
 		return res, err
 	}
 	total := o.deployments * o.replicas
+	loadStart := loadAverage()
 	start := time.Now()
 	if err := scaleAll(ctx, client, v.ns, deployments, o.replicas); err != nil {
 		return res, err
@@ -225,6 +230,7 @@ func fleetOnce(ctx context.Context, o options, name string, pod *corev1.Pod, std
 		return res, err
 	}
 	res = fleetFigures(v, w.Seen(), start, before, after)
+	res.Load = [2]float64{loadStart, loadAverage()}
 	if res.FailedCreates > 0 {
 		if res.FailedEvents, err = controllerErrors(filepath.Join(b.dir, "kube-controller-manager.log")); err != nil {
 			return res, err
@@ -545,4 +551,17 @@ func fleetFigures(v variant, pods []cluster.SeenPod, start time.Time, before, af
 		r.GraftCPUMS = float64((after.graftCPU - before.graftCPU).Microseconds()) / 1e3 / n
 	}
 	return r
+}
+
+// loadAverage is the machine's 1-minute load average, or -1.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	var l float64
+	if _, err := fmt.Sscan(string(b), &l); err != nil {
+		return -1
+	}
+	return l
 }
