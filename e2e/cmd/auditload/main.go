@@ -69,7 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	fs.IntVar(&o.runs, "runs", 5, "graft audit runs measured")
 	fs.IntVar(&o.workers, "workers", 16, "concurrent creates")
 	fs.IntVar(&o.chunk, "chunk-size", 500, "graft audit --chunk-size")
-	fs.StringVar(&o.out, "out", "", "if set, write the results to NAME.md and NAME.json in this directory")
+	fs.StringVar(&o.out, "out", "", "if set, write the results (-name, .md and .json) in this directory")
 	fs.StringVar(&o.name, "name", "audit-latest", "the results' file name, without extension")
 	if err := fs.Parse(args); err != nil {
 		return err
