@@ -120,7 +120,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	res := results{Setup: fmt.Sprintf("kube-apiserver v1.36.3 (default admission plugins) on etcd 3.6, loopback; Pods created through graft's "+
 		"shipped webhooks in %d namespaces, half opted in, each namespace's owned by a Deployment's ReplicaSet; `graft audit -A -o json "+
-		"--chunk-size %d` run as a child of a small starter, wall time and the child's peak RSS (getrusage), %d runs at each size", o.namespaces, o.chunk, o.runs)}
+		"--chunk-size %d` run as a child of a small starter, wall time, CPU time and the child's peak RSS (getrusage), %d runs at each size", o.namespaces, o.chunk, o.runs)}
 	created := 0
 	for _, size := range o.sizes {
 		start := time.Now()
@@ -148,28 +148,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 // run and the medians.
 func measure(ctx context.Context, graft, kubeconfig string, size int, o options, stdout io.Writer) (sizeResult, error) {
 	set := sizeResult{Pods: size}
-	var walls []time.Duration
+	var walls, cpus []time.Duration
 	var rss []int64
 	for i := range o.runs {
-		wall, maxrss, listed, err := auditOnce(ctx, graft, kubeconfig, o.chunk)
+		wall, cpu, maxrss, listed, err := auditOnce(ctx, graft, kubeconfig, o.chunk)
 		if err != nil {
 			return set, err
 		}
 		if listed < size {
 			return set, fmt.Errorf("graft audit reported %d Pods, want at least %d", listed, size)
 		}
-		line := fmt.Sprintf("run %d: %d Pods, wall %s, peak RSS %.1f MiB", i+1, listed, wall.Round(time.Millisecond), float64(maxrss)/1024)
+		line := fmt.Sprintf("run %d: %d Pods, wall %s, CPU %s, peak RSS %.1f MiB", i+1, listed, wall.Round(time.Millisecond), cpu.Round(time.Millisecond), float64(maxrss)/1024)
 		fmt.Fprintln(stdout, line)
 		set.Lines = append(set.Lines, line)
-		set.Runs = append(set.Runs, runResult{WallS: wall.Seconds(), PeakRSSMiB: float64(maxrss) / 1024})
-		walls, rss = append(walls, wall), append(rss, maxrss)
+		set.Runs = append(set.Runs, runResult{WallS: wall.Seconds(), CPUS: cpu.Seconds(), PeakRSSMiB: float64(maxrss) / 1024})
+		walls, cpus, rss = append(walls, wall), append(cpus, cpu), append(rss, maxrss)
 	}
 	slices.Sort(walls)
+	slices.Sort(cpus)
 	slices.Sort(rss)
-	set.MedianWallS, set.MedianRSSMiB, set.MaxRSSMiB = walls[len(walls)/2].Seconds(), float64(rss[len(rss)/2])/1024, float64(rss[len(rss)-1])/1024
-	line := fmt.Sprintf("graft audit over %d Pods, %d runs: median wall %s (min %s, max %s), median peak RSS %.1f MiB (max %.1f MiB)",
+	set.MedianWallS, set.MedianCPUS = walls[len(walls)/2].Seconds(), cpus[len(cpus)/2].Seconds()
+	set.MedianRSSMiB, set.MaxRSSMiB = float64(rss[len(rss)/2])/1024, float64(rss[len(rss)-1])/1024
+	line := fmt.Sprintf("graft audit over %d Pods, %d runs: median wall %s (min %s, max %s), median CPU %s, median peak RSS %.1f MiB (max %.1f MiB)",
 		size, o.runs, walls[len(walls)/2].Round(time.Millisecond), walls[0].Round(time.Millisecond), walls[len(walls)-1].Round(time.Millisecond),
-		set.MedianRSSMiB, set.MaxRSSMiB)
+		cpus[len(cpus)/2].Round(time.Millisecond), set.MedianRSSMiB, set.MaxRSSMiB)
 	fmt.Fprintln(stdout, line)
 	set.Lines = append(set.Lines, line)
 	return set, nil
@@ -252,15 +254,17 @@ func deployment(ctx context.Context, client kubernetes.Interface, ns string) (me
 }
 
 // auditOnce runs graft audit -A -o json and returns its wall time, its
-// peak RSS in KiB, and how many Pods it reported.
-func auditOnce(ctx context.Context, graft, kubeconfig string, chunk int) (time.Duration, int64, int, error) {
+// CPU time (user and system; its starter's few milliseconds included),
+// its peak RSS in KiB, and how many Pods it reported. CPU time, unlike
+// wall time, hardly depends on what else the machine runs.
+func auditOnce(ctx context.Context, graft, kubeconfig string, chunk int) (wall, cpu time.Duration, maxrss int64, pods int, err error) {
 	self, err := os.Executable()
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	peak, err := os.CreateTemp("", "auditload-peak-")
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	defer os.Remove(peak.Name())
 	peak.Close()
@@ -269,13 +273,14 @@ func auditOnce(ctx context.Context, graft, kubeconfig string, chunk int) (time.D
 	cmd.Stderr = os.Stderr
 	start := time.Now()
 	out, err := cmd.Output()
-	wall := time.Since(start)
+	wall = time.Since(start)
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("graft audit: %w", err)
+		return 0, 0, 0, 0, fmt.Errorf("graft audit: %w", err)
 	}
-	maxrss, err := readPeak(peak.Name())
-	if err != nil {
-		return 0, 0, 0, err
+	// The starter's rusage from wait4 includes the children it waited for.
+	cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	if maxrss, err = readPeak(peak.Name()); err != nil {
+		return 0, 0, 0, 0, err
 	}
 	var rep struct {
 		Summary struct {
@@ -283,9 +288,9 @@ func auditOnce(ctx context.Context, graft, kubeconfig string, chunk int) (time.D
 		} `json:"summary"`
 	}
 	if err := json.Unmarshal(out, &rep); err != nil {
-		return 0, 0, 0, fmt.Errorf("graft audit output: %w", err)
+		return 0, 0, 0, 0, fmt.Errorf("graft audit output: %w", err)
 	}
-	return wall, maxrss, rep.Summary.Pods, nil
+	return wall, cpu, maxrss, rep.Summary.Pods, nil
 }
 
 // measuredArg, as auditload's first argument, makes it runMeasured.

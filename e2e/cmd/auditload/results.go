@@ -22,6 +22,7 @@ type sizeResult struct {
 	Pods         int         `json:"pods"`
 	Runs         []runResult `json:"runs"`
 	MedianWallS  float64     `json:"median_wall_s"`
+	MedianCPUS   float64     `json:"median_cpu_s"`
 	MedianRSSMiB float64     `json:"median_peak_rss_mib"`
 	MaxRSSMiB    float64     `json:"max_peak_rss_mib"`
 	LoadBefore   string      `json:"load_before"`
@@ -31,6 +32,7 @@ type sizeResult struct {
 
 type runResult struct {
 	WallS      float64 `json:"wall_s"`
+	CPUS       float64 `json:"cpu_s"`
 	PeakRSSMiB float64 `json:"peak_rss_mib"`
 }
 
