@@ -259,6 +259,9 @@ func parseDocuments(source string, data []byte) ([]*Document, error) {
 		if _, err := NodeJSON(&n); err != nil {
 			return nil, &docError{source: source, index: i, err: fmt.Errorf("invalid YAML: %w", err)}
 		}
+		if err := checkYAML11(&n); err != nil {
+			return nil, &docError{source: source, index: i, err: err}
+		}
 		docs = append(docs, doc)
 	}
 	if texts := splitYAMLText(data); len(texts) == len(docs) {
