@@ -89,6 +89,12 @@ type Config struct {
 	// ExcludedNamespaces are never injected, whatever their labels.
 	// Defaults to kube-system, kube-public and kube-node-lease.
 	ExcludedNamespaces []string `json:"excludedNamespaces,omitempty"`
+	// MaxPatchBytes bounds the JSON patch graft returns for one Pod; a
+	// Pod whose patch would be larger is answered per its profile's
+	// failureMode (reason too-large). Defaults to 1 MiB (1048576): a
+	// patch only adds to the Pod, which etcd stores whole under its
+	// default 1.5 MiB request limit.
+	MaxPatchBytes int `json:"maxPatchBytes,omitempty"`
 }
 
 // DefaultRevision is the name of a configuration's revision when it
@@ -116,6 +122,12 @@ func (c *Config) defaults() error {
 	}
 	if c.ExcludedNamespaces == nil {
 		c.ExcludedNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
+	}
+	if c.MaxPatchBytes == 0 {
+		c.MaxPatchBytes = DefaultMaxPatchBytes
+	}
+	if c.MaxPatchBytes < 0 {
+		return fmt.Errorf("%w: maxPatchBytes %d: want a positive number of bytes", ErrConfig, c.MaxPatchBytes)
 	}
 	if err := CheckName(c.Revision); err != nil {
 		return fmt.Errorf("%w: revision: %w", ErrConfig, err)

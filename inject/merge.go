@@ -151,6 +151,9 @@ func merge(pl *plan, keep, repairs bool, p *pod, s *scratch, cache *recordCache)
 	// Every app container, including ones another mutator added since;
 	// graft's own containers are those the status names.
 	for ci := range p.containers {
+		if s.budget.spent() {
+			break // admit answers budget-exceeded
+		}
 		c := &p.containers[ci]
 		if r.owns(kContainers, c.name) {
 			continue

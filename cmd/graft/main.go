@@ -68,6 +68,7 @@ func newRootCmd() *cobra.Command {
 		newCertsCmd(),
 		newExportCmd(),
 		newWebhooksCmd(),
+		newProbeCmd(),
 		newVersionCmd(),
 	)
 	return root
