@@ -70,8 +70,8 @@ func newTemplatesDocsCmd() *cobra.Command {
 		Short: "Write the Markdown reference of the templates and their parameters",
 		Long: "docs writes, for each template, what it injects and a table of its parameters\n" +
 			"with the annotation that sets each one. It documents the built-in templates, or\n" +
-			"those in --dir. --out - writes to standard output; --check only reports whether\n" +
-			"--out is current.",
+			"those in --dir, to standard output, or with -o to a file (replaced atomically);\n" +
+			"with --check it writes nothing and reports whether the -o file is current.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			set, err := templates.Builtin()
@@ -86,7 +86,9 @@ func newTemplatesDocsCmd() *cobra.Command {
 				return fmt.Errorf("templates docs: %w", err)
 			}
 			switch {
-			case out == "-":
+			case check && (out == "" || out == "-"):
+				return errors.New("templates docs: --check compares a file: name it with -o FILE")
+			case out == "" || out == "-":
 				_, err := cmd.OutOrStdout().Write(doc)
 				return err
 			case check:
@@ -95,16 +97,18 @@ func newTemplatesDocsCmd() *cobra.Command {
 					return fmt.Errorf("templates docs: %w", err)
 				}
 				if !bytes.Equal(have, doc) {
-					return fmt.Errorf("templates docs: %s is stale: run `graft templates docs --out %s`", out, out)
+					return fmt.Errorf("templates docs: %s is stale: run `graft templates docs -o %s`", out, out)
 				}
 				return nil
 			}
 			return writeDocFile(out, doc)
 		},
 	}
-	cmd.Flags().StringVar(&out, "out", filepath.Join("templates", "README.md"), "file to write, or - for standard output")
+	// Standard output by default: a path relative to wherever graft runs
+	// would write a templates/ directory into any working directory.
+	cmd.Flags().StringVarP(&out, "out", "o", "", "file to write (default: standard output)")
 	cmd.Flags().StringVar(&dir, "dir", "", "document the templates in this directory instead of the built-in ones")
-	cmd.Flags().BoolVar(&check, "check", false, "exit non-zero if --out differs from what would be written, and write nothing")
+	cmd.Flags().BoolVar(&check, "check", false, "exit non-zero if the -o file differs from what would be written, and write nothing")
 	return cmd
 }
 
