@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"net/http"
 
 	"github.com/spf13/cobra"
 
@@ -37,7 +38,7 @@ error. uninject of inject's output gives back inject's input.`,
 			if err := checkInPlaceFlags(cmd, inPlace, outputFile); err != nil {
 				return err
 			}
-			in, err := manifest.ReadInputs(append(files, args...), recursive, cmd.InOrStdin())
+			in, err := manifest.ReadInputs(append(files, args...), recursive, manifest.Sources{Stdin: cmd.InOrStdin(), HTTP: &http.Client{Timeout: manifest.URLTimeout}})
 			if err != nil {
 				return err
 			}
@@ -57,7 +58,7 @@ error. uninject of inject's output gives back inject's input.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringArrayVarP(&files, "filename", "f", nil, "manifest file, directory of manifests, or - for stdin (repeatable; also as arguments)")
+	fl.StringArrayVarP(&files, "filename", "f", nil, "manifest file, directory of manifests, http(s) URL, or - for stdin (repeatable; also as arguments)")
 	fl.BoolVarP(&recursive, "recursive", "R", false, "read the directories' subdirectories too")
 	fl.StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "say nothing on stderr but warnings and errors")
