@@ -27,7 +27,8 @@ JSON object per Pod, for machines.
 
 With KIND/NAME (pod, deploy, sts, ds, rs, job, cronjob, as kubectl
 spells them) instead of files, explain reads the object and its
-Namespace from the cluster (--kubeconfig, -n) and explains the Pod, or
+Namespace from the cluster (--kubeconfig; -n, else the kubeconfig
+context's namespace, as kubectl chooses) and explains the Pod, or
 the Pod the workload would create now, with the namespace's labels; for
 a Pod it adds what graft audit says of it.`,
 		Args: cobra.ArbitraryArgs,

@@ -40,7 +40,7 @@ func (f *offlineFlags) register(cmd *cobra.Command, formats ...string) {
 	fl.StringVar(&f.revision, "revision", "", "revision or tag for namespaces whose labels are unknown, as if labelled graft.dev/rev=REVISION (default: defaultRevision)")
 	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve")
 	fl.StringVar(&f.templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
-	fl.StringVarP(&f.namespace, "namespace", "n", "", `namespace for objects that name none (default "default")`)
+	fl.StringVarP(&f.namespace, "namespace", "n", "", `namespace for objects that name none (default "default"; for a live KIND/NAME, the kubeconfig context's)`)
 	fl.StringVar(&f.namespaceLabels, "namespace-labels", "", "labels of the namespaces that have no Namespace object in the input: key=value,...")
 	fl.StringVarP(&f.output, "output", "o", formats[0], "output format: "+strings.Join(formats, " or "))
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "say nothing on stderr but warnings and errors")
