@@ -109,9 +109,10 @@ $(PROMTOOL):
 		-o $@.tmp github.com/prometheus/prometheus/cmd/promtool
 	mv $@.tmp $@
 
-## docs: regenerate what is generated from the code: docs/reference/ and the Helm chart's values schema.
+## docs: regenerate what is generated from the code: docs/reference/ (cli.md from the commands' help) and the Helm chart's values schema.
 docs:
 	$(GO) generate ./internal/refdocs
+	$(GO) test ./cmd/graft -run TestCLIReference -update-docs
 
 ## lint-templates: the built-in templates pass lint and templates/README.md is current.
 lint-templates:

@@ -34,8 +34,9 @@ type auditFlags struct {
 func newAuditCmd() *cobra.Command {
 	var f auditFlags
 	cmd := &cobra.Command{
-		Use:   "audit [flags]",
-		Short: "Classify every running Pod by what graft would do with it now",
+		Use:     "audit [flags]",
+		Short:   "Classify every running Pod by what graft would do with it now",
+		Example: auditExample,
 		Long: `audit reads the cluster's Pods, Namespaces, ReplicaSets and Jobs (paged
 LISTs) and runs every Pod through the engine graft serve runs, with the
 configuration and templates given as to graft serve, as if the Pod were

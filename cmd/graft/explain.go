@@ -15,8 +15,9 @@ func newExplainCmd() *cobra.Command {
 	var f offlineFlags
 	var cf clusterFlags
 	cmd := &cobra.Command{
-		Use:   "explain [-f] FILE|DIR|- ... | KIND/NAME [flags]",
-		Short: "Show what the webhook would decide for a Pod, and why",
+		Use:     "explain [-f] FILE|DIR|- ... | KIND/NAME [flags]",
+		Short:   "Show what the webhook would decide for a Pod, and why",
+		Example: explainExample,
 		Long: `explain runs each Pod (or workload's Pod template) of the input through the
 engine, as graft serve would be called for it, and shows whether its
 namespace selects graft and with which profile, the decision and its

@@ -56,6 +56,7 @@ func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "graft",
 		Short:         "graft injects sidecars into Pods from templates",
+		Example:       rootExample,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       buildInfo().Version,

@@ -14,9 +14,10 @@ import (
 
 func newTemplatesCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "templates",
-		Short: "Check and document sidecar templates",
-		Args:  cobra.NoArgs,
+		Use:     "templates",
+		Short:   "Check and document sidecar templates",
+		Example: templatesExample,
+		Args:    cobra.NoArgs,
 		// Runnable only so that a missing or unknown subcommand is an error.
 		RunE: func(*cobra.Command, []string) error {
 			return errors.New("templates: missing subcommand: lint or docs")
@@ -28,8 +29,9 @@ func newTemplatesCmd() *cobra.Command {
 
 func newTemplatesLintCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "lint DIR",
-		Short: "Render every template under DIR at its parameter bounds and check the result against Kubernetes rules",
+		Use:     "lint DIR",
+		Short:   "Render every template under DIR at its parameter bounds and check the result against Kubernetes rules",
+		Example: templatesLintExample,
 		Long: "lint parses every *.yaml template in DIR and its subdirectories (each directory\n" +
 			"one template set; testdata skipped), renders each with its defaults and with\n" +
 			"every parameter at its bounds, and checks what it renders against the rules the\n" +
@@ -66,8 +68,9 @@ func newTemplatesDocsCmd() *cobra.Command {
 	var out, dir string
 	var check bool
 	cmd := &cobra.Command{
-		Use:   "docs",
-		Short: "Write the Markdown reference of the templates and their parameters",
+		Use:     "docs",
+		Short:   "Write the Markdown reference of the templates and their parameters",
+		Example: templatesDocsExample,
 		Long: "docs writes, for each template, what it injects and a table of its parameters\n" +
 			"with the annotation that sets each one. It documents the built-in templates, or\n" +
 			"those in --dir, to standard output, or with -o to a file (replaced atomically);\n" +

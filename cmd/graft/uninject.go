@@ -20,8 +20,9 @@ func newUninjectCmd() *cobra.Command {
 		inPlace    bool
 	)
 	cmd := &cobra.Command{
-		Use:   "uninject [-f] FILE|DIR|- ... [flags]",
-		Short: "Remove from manifests exactly what graft.dev/status says graft added",
+		Use:     "uninject [-f] FILE|DIR|- ... [flags]",
+		Short:   "Remove from manifests exactly what graft.dev/status says graft added",
+		Example: uninjectExample,
 		Long: `uninject reads Kubernetes manifests (multi-document YAML or JSON) and removes
 from every Pod and Pod template exactly what its graft.dev/status record
 says graft added: containers, init containers, volumes, pull secrets,

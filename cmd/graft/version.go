@@ -21,9 +21,8 @@ func newVersionCmd() *cobra.Command {
 was committed, and the Go toolchain. A release build stamps them; any other
 build (go install, go build in a checkout) reports what the Go toolchain
 recorded. graft --version prints the same.`,
-		Example: `  graft version
-  graft --version`,
-		Args: cobra.NoArgs,
+		Example: versionExample,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, err := fmt.Fprint(cmd.OutOrStdout(), buildInfo())
 			return err
