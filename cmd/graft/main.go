@@ -68,6 +68,8 @@ func newRootCmd() *cobra.Command {
 		newExplainCmd(),
 		newUninjectCmd(),
 		newAuditCmd(),
+		newRolloutCmd(),
+		newWatchdogCmd(),
 		newRenderCmd(),
 		newTemplatesCmd(),
 		newCertsCmd(),
