@@ -107,3 +107,18 @@ const probeExample = `  # Check a running graft answers as the API server expect
   graft probe https://127.0.0.1:8443/inject --ca-file certs/ca.crt --timeout 3s`
 
 const versionExample = `  graft version`
+
+const rolloutExample = `  # The plan: which workloads run a stale sidecar or lack one (changes nothing)
+  graft rollout -n shop
+
+  # Carry it out, two owners at a time, upgrading sidecar images in place where possible
+  graft rollout -A --apply --in-place --max-concurrent 2
+
+  # Only the owners of Pods that lack their sidecars, as JSON
+  graft rollout -n shop --classes missing -o json`
+
+const watchdogExample = `  # As deploy/components/watchdog runs it, in the cluster
+  graft watchdog --config /etc/graft/config/config.yaml --templates-dir /etc/graft/templates
+
+  # Slower to act, and gentler
+  graft watchdog --grace 5m --max-restarts-per-minute 5`
