@@ -133,6 +133,14 @@ func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, erro
 			warnings = append(warnings, perr.Error()+"; using the default")
 			continue
 		}
+		if ps.locked(t.Name, prm.Name) && val != ps.baseValue(t.Name, prm) {
+			problem := lockedProblem(a.key, val, t, prm.Name, ps.name)
+			if ps.cfg.OnInvalidParams == InvalidDeny {
+				return &planEntry{denyMsg: problem, reason: ReasonInvalidParams, names: tmplNames}, nil
+			}
+			warnings = append(warnings, problem+"; ignored")
+			continue
+		}
 		if overrides[t.Name] == nil {
 			overrides[t.Name] = map[string]string{}
 		}
@@ -238,6 +246,9 @@ func invalidRender(err error) []string {
 	if ce, ok := errors.AsType[*conflictError](err); ok {
 		return []string{ce.first, ce.second}
 	}
+	if ie, ok := errors.AsType[*imageError](err); ok {
+		return []string{ie.template}
+	}
 	return nil
 }
 
@@ -302,6 +313,9 @@ func (e *Engine) buildEntry(ps *profileState, tmpls []*templates.Template, overr
 		params[n] = vals
 	}
 	pl, err := buildPlan(e.impl.nextPlanID.Add(1), e.cfg.Revision, tmpls, params)
+	if err == nil {
+		err = checkImages(pl, ps.cfg.AllowedImages)
+	}
 	if err != nil {
 		var perr *templates.ParamError
 		if errors.As(err, &perr) {
