@@ -55,6 +55,7 @@ func newRootCmd() *cobra.Command {
 		newCertsCmd(),
 		newExportCmd(),
 		newWebhooksCmd(),
+		newGuaranteeCmd(),
 		newVersionCmd(),
 	)
 	return root

@@ -21,23 +21,31 @@ func YAML(f config.File, o Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Through JSON, so the object is written as the API types define it
-	// (their field names, no null fields) whatever yaml tags they lack.
-	js, err := json.Marshal(mwc)
-	if err != nil {
-		return nil, fmt.Errorf("registration: %w", err)
-	}
-	var doc yamlv3.Node
-	if err := yamlv3.Unmarshal(js, &doc); err != nil {
-		return nil, fmt.Errorf("registration: %w", err)
-	}
-	tidy(&doc, "")
+	return writeYAML(header(o.Source), mwc)
+}
+
+// writeYAML writes objs as documents of one stream after head.
+func writeYAML(head string, objs ...any) ([]byte, error) {
 	var buf bytes.Buffer
-	buf.WriteString(header(o.Source))
+	buf.WriteString(head)
 	enc := yamlv3.NewEncoder(&buf)
 	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
-		return nil, fmt.Errorf("registration: %w", err)
+	for _, obj := range objs {
+		// Through JSON, so the object is written as the API types define
+		// it (their field names, no null fields) whatever yaml tags they
+		// lack.
+		js, err := json.Marshal(obj)
+		if err != nil {
+			return nil, fmt.Errorf("registration: %w", err)
+		}
+		var doc yamlv3.Node
+		if err := yamlv3.Unmarshal(js, &doc); err != nil {
+			return nil, fmt.Errorf("registration: %w", err)
+		}
+		tidy(&doc, "")
+		if err := enc.Encode(&doc); err != nil {
+			return nil, fmt.Errorf("registration: %w", err)
+		}
 	}
 	if err := enc.Close(); err != nil {
 		return nil, fmt.Errorf("registration: %w", err)
@@ -59,7 +67,10 @@ func tidy(n *yamlv3.Node, key string) {
 		// Plain, and the encoder quotes what would read as another type;
 		// CEL with single quotes reads better in double quotes.
 		n.Style = 0
-		if strings.Contains(n.Value, "'") {
+		switch {
+		case strings.Contains(n.Value, "\n"):
+			n.Style = yamlv3.LiteralStyle // CEL written on several lines
+		case strings.Contains(n.Value, "'"):
 			n.Style = yamlv3.DoubleQuotedStyle
 		}
 	case yamlv3.SequenceNode:
@@ -102,9 +113,9 @@ func tidy(n *yamlv3.Node, key string) {
 // other keys follow in the API types' order.
 var keyOrder = []string{
 	"apiVersion", "kind", "metadata", "name", "namespace", "labels", "port", "path", "webhooks",
-	"clientConfig", "namespaceSelector", "objectSelector", "matchConditions", "rules",
+	"clientConfig", "resourceRules", "namespaceSelector", "objectSelector", "matchConstraints", "matchConditions", "variables", "validations", "rules",
 	"matchPolicy", "sideEffects", "admissionReviewVersions", "reinvocationPolicy", "timeoutSeconds", "failurePolicy",
-	"key", "operator", "values", "expression",
+	"key", "operator", "values", "expression", "messageExpression", "reason", "policyName", "validationActions",
 }
 
 func keyRank(key string) int {
@@ -112,6 +123,16 @@ func keyRank(key string) int {
 		return i
 	}
 	return len(keyOrder)
+}
+
+// comment writes lines as a YAML comment block.
+func comment(lines []string) string {
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(strings.TrimRight("# "+l, " "))
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // header explains the generated registration; source is the
@@ -153,10 +174,5 @@ func header(source string) string {
 		"  what to do, and also catches graft's own allow-on-failure answers, which",
 		"  no failurePolicy sees. The ha overlay sets Fail as well.",
 	}
-	var b strings.Builder
-	for _, l := range lines {
-		b.WriteString(strings.TrimRight("# "+l, " "))
-		b.WriteByte('\n')
-	}
-	return b.String()
+	return comment(lines)
 }
