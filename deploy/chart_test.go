@@ -11,6 +11,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/graftdev/graft/internal/registration"
+	"github.com/graftdev/graft/templates"
 	"github.com/graftdev/graft/webhook/certgen"
 )
 
@@ -310,5 +312,29 @@ func checkAuditRBAC(t *testing.T, kind, name string, doc []byte) {
 	case "ServiceAccount":
 	default:
 		t.Errorf("%s %s: audit makes only a ClusterRole, its binding and a ServiceAccount", kind, name)
+	}
+}
+
+// TestChartGuaranteeFilesAreGenerated: the guarantee's CEL and the built-in
+// templates' facts the chart fills its policies from are what `graft
+// guarantee` writes now; `make chart-files` refreshes them.
+func TestChartGuaranteeFilesAreGenerated(t *testing.T) {
+	set, err := templates.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts, err := registration.FactsJSON(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	skeleton, err := registration.SkeletonYAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string][]byte{"guarantee-facts.json": facts, "guarantee-cel.yaml": skeleton} {
+		got, err := os.ReadFile(filepath.Join(chartDir, "files", file))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s/files/%s is not what graft guarantee writes: run make chart-files", chartDir, file)
+		}
 	}
 }

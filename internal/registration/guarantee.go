@@ -1,13 +1,11 @@
 package registration
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,9 +15,9 @@ import (
 	"github.com/graftdev/graft/templates"
 )
 
-// PolicyPrefix starts the name of every guarantee policy and binding:
-// graft-injection-required-<profile>.
-const PolicyPrefix = "graft-injection-required-"
+// PolicyName names profile's guarantee policy and its binding, for graft's
+// Service service: <service>-injection-required-<profile>.
+func PolicyName(service, profile string) string { return service + "-injection-required-" + profile }
 
 // Guarantee is the final-state check of one profile: a
 // ValidatingAdmissionPolicy and its binding.
@@ -54,6 +52,9 @@ type profileSpec struct {
 	hostNetworkSkipped, keep map[string]bool
 	// podRevision: a Pod's own graft.dev/rev label may choose.
 	podRevision bool
+	// recorded are the other names graft.dev/status may hold for the
+	// profile's Pods (see claimsAreNames).
+	recorded []string
 }
 
 // guaranteeInput is what every profile's policy shares.
@@ -63,6 +64,7 @@ type guaranteeInput struct {
 	tags      []string
 	excluded  []string
 	graftNS   string
+	service   string
 }
 
 // Guarantees returns, for every profile of rc, the policy that refuses a
@@ -91,7 +93,7 @@ func guaranteeData(rc inject.RevisionsConfig, o Options) (*guaranteeInput, error
 	if len(rc.Revisions) == 0 {
 		return nil, fmt.Errorf("guarantee: no revisions")
 	}
-	in := &guaranteeInput{graftNS: o.Namespace}
+	in := &guaranteeInput{graftNS: o.Namespace, service: o.Service}
 	for _, t := range rc.Tags {
 		in.tags = append(in.tags, t.Name)
 	}
@@ -162,6 +164,9 @@ func guaranteeData(rc inject.RevisionsConfig, o Options) (*guaranteeInput, error
 		targets[t] = revisionTargets(rc, t)
 	}
 	for _, ps := range in.profiles {
+		if err := ps.claimsAreNames(append(slices.Clone(in.revisions), in.tags...)); err != nil {
+			return nil, err
+		}
 		for label, revs := range targets {
 			for _, r := range revs {
 				p := cfgs[r].Profiles[ps.name]
@@ -199,6 +204,7 @@ func revisionTargets(rc inject.RevisionsConfig, name string) []string {
 // profile's value of an image parameter, and, where a Pod's annotation
 // may set that parameter, any image the profile allows.
 func (ps *profileSpec) add(p *inject.Profile, tmpl *templates.Template, tf TemplateFacts) error {
+	ps.recorded = union(ps.recorded, append([]string{tmpl.Name}, tf.Recorded...))
 	// What a Pod's annotation may choose: any image, or one the
 	// profile's allowedImages admit.
 	chosen := []string{"*"}
@@ -208,8 +214,8 @@ func (ps *profileSpec) add(p *inject.Profile, tmpl *templates.Template, tf Templ
 			chosen = append(chosen, a+"*")
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(tf)) {
-		cf := tf[name]
+	for _, name := range slices.Sorted(maps.Keys(tf.Containers)) {
+		cf := tf.Containers[name]
 		s := ps.sidecars[name]
 		if s == nil {
 			s = &sidecar{Template: tmpl.Name}
@@ -223,7 +229,7 @@ func (ps *profileSpec) add(p *inject.Profile, tmpl *templates.Template, tf Templ
 		for _, param := range cf.ImageParams {
 			v, ok := p.Params[tmpl.Name][param]
 			if !ok {
-				v = defaultOf(tmpl, param)
+				v = tf.ImageDefaults[param]
 			}
 			s.Images = appendNew(s.Images, v)
 			if !locked(p, tmpl.Name, param) {
@@ -239,42 +245,59 @@ func (ps *profileSpec) add(p *inject.Profile, tmpl *templates.Template, tf Templ
 	return nil
 }
 
+// recordKeys are the keys of graft.dev/status (inject/status.go).
+var recordKeys = []string{"version", "injected", "templates", "name", "revision", "digest", "initContainers", "containers",
+	"volumes", "imagePullSecrets", "annotations", "labels", "appContainers", "env", "volumeMounts"}
+
+// claimsAreNames checks that the policy may read a sidecar's name,
+// quoted, anywhere in graft.dev/status as graft's claim to have injected
+// it: no other name the record may hold for the profile's Pods (a key, a
+// template, a revision, what the templates record besides containers) is
+// a sidecar's.
+func (ps *profileSpec) claimsAreNames(revisions []string) error {
+	others := slices.Concat(recordKeys, revisions, ps.recorded)
+	for _, n := range sortedKeys(ps.sidecars) {
+		if slices.Contains(others, n) {
+			return fmt.Errorf("profile %s: container %s of template %s shares its name with another name graft.dev/status records "+
+				"(a template, revision, volume, image pull secret, annotation, label, env var or record key): the guarantee "+
+				"policy reads the record by name; rename one", ps.name, n, ps.sidecars[n].Template)
+		}
+	}
+	return nil
+}
+
 // guarantee builds profile p's policy and binding.
 func (in *guaranteeInput) guarantee(p *profileSpec) (Guarantee, error) {
-	name := PolicyPrefix + p.name
+	name := PolicyName(in.service, p.name)
 	meta := metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/name": "graft"}}
-	table, err := sidecarTable(p)
+	data, err := in.celData(p)
 	if err != nil {
 		return Guarantee{}, err
+	}
+	spec, err := fill(data)
+	if err != nil {
+		return Guarantee{}, err
+	}
+	spec.FailurePolicy = ptr(admissionv1.Fail)
+	spec.MatchConstraints = &admissionv1.MatchResources{
+		ResourceRules: []admissionv1.NamedRuleWithOperations{{RuleWithOperations: admissionv1.RuleWithOperations{
+			Operations: []admissionv1.OperationType{admissionv1.Create},
+			Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"},
+				Scope: ptr(admissionv1.NamespacedScope)},
+		}}},
+		MatchPolicy: ptr(admissionv1.Equivalent),
+		NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: names.Inject, Operator: metav1.LabelSelectorOpIn, Values: []string{p.name}},
+			{Key: names.NamespaceNameLabel, Operator: metav1.LabelSelectorOpNotIn, Values: in.excluded},
+		}},
+		ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: names.Inject, Operator: metav1.LabelSelectorOpNotIn, Values: []string{names.OptOutValue}},
+		}},
 	}
 	policy := &admissionv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: meta,
-		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr(admissionv1.Fail),
-			MatchConstraints: &admissionv1.MatchResources{
-				ResourceRules: []admissionv1.NamedRuleWithOperations{{RuleWithOperations: admissionv1.RuleWithOperations{
-					Operations: []admissionv1.OperationType{admissionv1.Create},
-					Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"},
-						Scope: ptr(admissionv1.NamespacedScope)},
-				}}},
-				MatchPolicy: ptr(admissionv1.Equivalent),
-				NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-					{Key: names.Inject, Operator: metav1.LabelSelectorOpIn, Values: []string{p.name}},
-					{Key: names.NamespaceNameLabel, Operator: metav1.LabelSelectorOpNotIn, Values: in.excluded},
-				}},
-				ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-					{Key: names.Inject, Operator: metav1.LabelSelectorOpNotIn, Values: []string{names.OptOutValue}},
-				}},
-			},
-			MatchConditions: []admissionv1.MatchCondition{{Name: "not-verified", Expression: in.fastCheck(p, table)}},
-			Variables:       in.variables(p, table),
-			Validations: []admissionv1.Validation{{
-				Expression:        `variables.problem == ""`,
-				MessageExpression: "variables.problem",
-				Reason:            ptr(metav1.StatusReasonForbidden),
-			}},
-		},
+		Spec:       *spec,
 	}
 	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
@@ -287,22 +310,16 @@ func (in *guaranteeInput) guarantee(p *profileSpec) (Guarantee, error) {
 	return Guarantee{Profile: p.name, Policy: policy, Binding: binding}, nil
 }
 
+// sortedKeys is m's keys, sorted.
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
 // celJSON writes v as JSON, which for strings, bools, lists and maps is
-// also a CEL literal (CEL reads JSON's string escapes the same way).
+// also a CEL literal (CEL reads JSON's string escapes the same way). It
+// is encoding/json's form, as Helm's toJson writes it too.
 func celJSON(v any) (string, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := json.Marshal(v)
+	if err != nil {
 		return "", fmt.Errorf("guarantee: %w", err)
 	}
-	return strings.TrimSpace(b.String()), nil
-}
-
-func celStrings(l []string) string {
-	s, _ := celJSON(l)
-	if len(l) == 0 {
-		return "[]"
-	}
-	return s
+	return string(b), nil
 }

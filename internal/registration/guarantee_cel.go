@@ -1,10 +1,12 @@
 package registration
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/graftdev/graft/internal/names"
 )
@@ -18,214 +20,256 @@ import (
 // the validations run, to say what is wrong) only for a Pod that is
 // neither left alone by graft nor carrying exactly graft's sidecars.
 // matchConditions see neither namespaceObject nor variables: the
-// condition is one expression, and binds what it reads more than once
-// with a one-element list's all(). The validations repeat the check with
-// namespaceObject (the namespace's graft.dev/rev) and say which rule
-// failed.
+// condition is one expression, binding what it reads more than once with
+// a one-element list's all(). It runs for every Pod of the namespace, so
+// it reads the profile's sidecars from constant strings (one contains()
+// per container: "\n<name>|<kind>|<image>\n") rather than a map literal,
+// which CEL would build on every evaluation. The validations read the
+// namespace (its graft.dev/rev) and say which rule failed.
+//
+// What graft.dev/status claims: a sidecar's name, quoted, anywhere in
+// the record. Container names are DNS labels and the record is graft's
+// compact JSON, where the profile's sidecar names appear only in the
+// lists of containers graft injected (claimsAreNames checks the record's
+// other names). A record written by hand can claim or hide names at will:
+// what it claims must be in the Pod as graft injects it, and what it
+// hides must not be in the Pod.
+//
+// The expressions are the same for every profile and configuration;
+// data (markers "@@NAME@@") fills them in: celSkeleton and celData. The
+// Helm chart fills in the same skeleton (files/guarantee-cel.yaml) with
+// data it computes from its values.
 
-// Expressions both parts read.
+// Markers the data replaces.
 const (
-	celAnnotations = "object.metadata.?annotations.orValue({})"
-	celInits       = "object.spec.?initContainers.orValue([])"
-	celContainers  = "object.spec.containers"
+	mProfile         = "@@PROFILE@@"
+	mGraftNamespace  = "@@GRAFT_NAMESPACE@@"
+	mRevisions       = "@@REVISIONS@@"
+	mTags            = "@@TAGS@@"
+	mNames           = "@@SIDECAR_NAMES@@"
+	mKindsImages     = "@@SIDECAR_KINDS_IMAGES@@"
+	mImagePrefixes   = "@@SIDECAR_IMAGE_PREFIXES@@"
+	mSidecars        = "@@SIDECARS@@"
+	mOwners          = "@@OWNERS@@"
+	mTemplates       = "@@TEMPLATES@@"
+	mKnownRevisions  = "@@KNOWN_REVISIONS@@"
+	mHostNetAlways   = "@@HOSTNETWORK_ALWAYS_SKIPPED@@"
+	mHostNetSkipped  = "@@HOSTNETWORK_SKIPPED@@"
+	mKeep            = "@@KEEP@@"
+	mPodRevision     = "@@POD_REVISION@@"
+	celAnnotations   = "object.metadata.?annotations.orValue({})"
+	celInits         = "object.spec.?initContainers.orValue([])"
+	celContainers    = "object.spec.containers"
+	celInitKind      = `(c.?restartPolicy.orValue("") == "Always" ? "native" : "init")`
+	celImage         = `c.?image.orValue("")`
+	quotedName       = `"\"" + c.name + "\""`
+	celStatusKey     = `"` + names.Status + `"`
+	celTemplatesKey  = `"` + names.Templates + `"`
+	celMirrorKey     = `"` + names.MirrorAnnotation + `"`
+	celRevisionLabel = `"` + names.Revision + `"`
 )
-
-// claimedExpr lists the container names a graft.dev/status value (rec)
-// says graft injected: version 2's "injected", and the per-template and
-// version 1 lists of init containers and containers. Container names are
-// DNS labels, so regular expressions read them from graft's compact
-// JSON. A record written by hand may hide names from this reading; those
-// containers are then not graft's, and refused by name (see fine).
-func claimedExpr(rec string) string {
-	return rec + `.findAll(` + strconv.Quote(`"(injected|initContainers|containers)":\[[^\]]*\]`) + `)` +
-		`.map(x, x.substring(x.indexOf("[")).findAll(` + strconv.Quote(`"[^"]+"`) + `)).flatten()` +
-		`.map(n, n.substring(1, size(n) - 1)).distinct()`
-}
 
 // exemptExpr holds for Pods graft leaves alone without writing a record:
 // mirror Pods, Pods whose graft.dev/templates selects no template, and
 // hostNetwork Pods where hostNetworkSkipped holds.
 func exemptExpr(annotations, hostNetworkSkipped string) string {
-	return strconv.Quote(names.MirrorAnnotation) + " in " + annotations + " ||\n" +
-		"(" + strconv.Quote(names.Templates) + " in " + annotations + " && " +
-		annotations + "[" + strconv.Quote(names.Templates) + `].replace(",", "").trim() == "") ||` + "\n" +
+	return celMirrorKey + " in " + annotations + " ||\n" +
+		"(" + celTemplatesKey + " in " + annotations + " && " +
+		annotations + "[" + celTemplatesKey + `].replace(",", "").trim() == "") ||` + "\n" +
 		"(object.spec.?hostNetwork.orValue(false) && " + hostNetworkSkipped + ")"
 }
 
-// kindExpr is the kind of container c, found among the init containers
-// or not.
-func kindExpr(c string, init bool) string {
-	if !init {
-		return strconv.Quote(kindContainer)
-	}
-	return "(" + c + `.?restartPolicy.orValue("") == "Always" ? ` + strconv.Quote(kindNative) + " : " + strconv.Quote(kindInit) + ")"
+// sidecarOKExpr holds when container c, whose kind is kind (a CEL string
+// expression), is a sidecar of the profile as graft injects it.
+func sidecarOKExpr(kind string) string {
+	return "[c.name + \"|\" + " + kind + " + \"|\" + " + celImage + "].all(k,\n" +
+		"  " + mKindsImages + `.contains("\n" + k + "\n") || ` + mImagePrefixes + ".exists(x, k.startsWith(x)))"
 }
 
-// imageOKExpr holds when container c's image is one sidecar s accepts.
-func imageOKExpr(s, c string) string {
-	img := c + `.?image.orValue("")`
-	return s + `.image.exists(i, i.endsWith("*") ? ` + img + `.startsWith(i.substring(0, size(i) - 1)) : ` + img + " == i)"
-}
+// celSkeleton is the policy's CEL with markers for the data.
+func celSkeleton() ([]admissionv1.MatchCondition, []admissionv1.Variable, []admissionv1.Validation) {
+	fast := "!([" + celAnnotations + "].all(a,\n" +
+		exemptExpr("a", mHostNetAlways) + " ||\n" +
+		"[a[?" + celStatusKey + `].orValue("")].all(rec, rec != "" &&` + "\n" +
+		"[" + celInits + "].all(inits, [" + mNames + "].all(sidecars,\n" +
+		"inits.all(c, !(c.name in sidecars) || rec.contains(" + quotedName + ") &&\n" +
+		sidecarOKExpr(celInitKind) + ") &&\n" +
+		celContainers + ".all(c, !(c.name in sidecars) || rec.contains(" + quotedName + ") &&\n" +
+		sidecarOKExpr(`"container"`) + ") &&\n" +
+		// Every sidecar in the Pod is claimed (above): as many claimed as
+		// in the Pod means every claimed one is in the Pod.
+		`size(sidecars.filter(n, rec.contains("\"" + n + "\""))) ==` + "\n" +
+		"  size(inits.filter(c, c.name in sidecars)) + size(" + celContainers + ".filter(c, c.name in sidecars)))))))"
 
-// sidecarOKExpr holds when Pod container c (an init container or not) is
-// what table t accepts under its name.
-func sidecarOKExpr(t, c string, init bool) string {
-	s := t + "[" + c + ".name]"
-	return kindExpr(c, init) + " in " + s + ".kind && " + imageOKExpr(s, c)
-}
-
-// fineExpr holds when every name cl claims is a sidecar of table t that
-// the Pod holds as t says, and no container of the Pod has a name of t
-// that cl does not claim (inits: the Pod's init containers).
-func fineExpr(cl, t, inits string) string {
-	return cl + ".all(n, n in " + t + ")" +
-		" &&\n" + inits + ".all(c, c.name in " + cl + " ? " + sidecarOKExpr(t, "c", true) + " : !(c.name in " + t + "))" +
-		" &&\n" + celContainers + ".all(c, c.name in " + cl + " ? " + sidecarOKExpr(t, "c", false) + " : !(c.name in " + t + "))" +
-		" &&\n" + cl + ".all(n, " + inits + ".exists(c, c.name == n) || " + celContainers + ".exists(c, c.name == n))"
-}
-
-// sidecarTable is the profile's sidecars as a CEL map: name -> {"kind":
-// [...], "image": [...]}.
-func sidecarTable(p *profileSpec) (string, error) {
-	type entry struct {
-		Kind  []string `json:"kind"`
-		Image []string `json:"image"`
-	}
-	t := map[string]entry{}
-	for n, s := range p.sidecars {
-		t[n] = entry{s.Kinds, s.Images}
-	}
-	return celJSON(t)
-}
-
-// fastCheck is the matchCondition: true (evaluate the validations) unless
-// the Pod is one graft leaves alone or holds exactly graft's sidecars. It
-// must never be false for a Pod the validations refuse: where it cannot
-// read the namespace (its graft.dev/rev), it is strict.
-func (in *guaranteeInput) fastCheck(p *profileSpec, table string) string {
-	allSkip := true
-	for _, skip := range p.hostNetworkSkipped {
-		allSkip = allSkip && skip
-	}
-	body := "[" + celAnnotations + "].all(a,\n" +
-		exemptExpr("a", strconv.FormatBool(allSkip)) + " ||\n" +
-		"[a[?" + strconv.Quote(names.Status) + `].orValue("")].all(rec, rec != "" &&` + "\n" +
-		"[" + claimedExpr("rec") + "].all(cl,\n" +
-		"[" + table + "].all(t,\n" +
-		"[" + celInits + "].all(inits,\n" +
-		fineExpr("cl", "t", "inits") + ")))))"
-	return "!" + body
-}
-
-// variables are the validations' inputs, read with the namespace.
-func (in *guaranteeInput) variables(p *profileSpec, table string) []admissionv1.Variable {
-	owners, _ := celJSON(ownersOf(p))
-	hostNet, _ := celJSON(p.hostNetworkSkipped)
-	keep, _ := celJSON(p.keep)
-	nsRev := "namespaceObject.metadata.?labels[?" + strconv.Quote(names.Revision) + `].orValue("")`
-	rev := "variables.nsRevision"
-	if p.podRevision {
-		rev = "object.metadata.?labels[?" + strconv.Quote(names.Revision) + "].orValue(variables.nsRevision)"
-	}
-	known := append([]string{""}, in.revisions...)
-	known = append(known, in.tags...)
 	v := func(name, expr string) admissionv1.Variable {
 		return admissionv1.Variable{Name: name, Expression: expr}
 	}
-	pod := func(c string) string {
-		return "variables.inits.exists(c, c.name == " + c + ") || " + celContainers + ".exists(c, c.name == " + c + ")"
-	}
-	return []admissionv1.Variable{
+	present := "variables.inits.exists(c, c.name == n) || " + celContainers + ".exists(c, c.name == n)"
+	vars := []admissionv1.Variable{
 		v("annotations", celAnnotations),
-		v("status", "variables.annotations[?"+strconv.Quote(names.Status)+`].orValue("")`),
-		v("claimed", claimedExpr("variables.status")),
+		v("status", "variables.annotations[?"+celStatusKey+`].orValue("")`),
 		v("inits", celInits),
-		v("sidecars", table),
-		v("owners", owners),
-		v("nsRevision", nsRev),
-		v("revision", rev),
-		v("knownRevision", "variables.nsRevision in "+celStrings(known)),
-		v("exempt", exemptExpr("variables.annotations", hostNet+"[?variables.revision].orValue(true)")),
-		v("selected", strconv.Quote(names.Templates)+" in variables.annotations ? variables.annotations["+strconv.Quote(names.Templates)+
-			`].split(",").map(s, s.trim()).filter(s, s != "") : `+celStrings(p.templates)),
-		// What graft.dev/status claims, against the Pod.
-		v("removed", "variables.claimed.filter(n, n in variables.sidecars && !("+pod("n")+"))"),
-		v("foreign", "variables.claimed.filter(n, !(n in variables.sidecars))"),
-		v("wrong", "variables.inits.filter(c, c.name in variables.claimed && c.name in variables.sidecars && !("+
-			sidecarOKExpr("variables.sidecars", "c", true)+")) +\n"+
-			celContainers+".filter(c, c.name in variables.claimed && c.name in variables.sidecars && !("+
-			sidecarOKExpr("variables.sidecars", "c", false)+"))"),
+		// Per sidecar name: {"kind": [...], "image": [exact, or prefix*]}.
+		v("sidecars", mSidecars),
+		v("owners", mOwners),
+		// The sidecars graft.dev/status says graft injected.
+		v("claimed", mNames+`.filter(n, variables.status.contains("\"" + n + "\""))`),
+		v("nsRevision", "namespaceObject.metadata.?labels[?"+celRevisionLabel+`].orValue("")`),
+		v("revision", mPodRevision+" ? object.metadata.?labels[?"+celRevisionLabel+"].orValue(variables.nsRevision) : variables.nsRevision"),
+		v("knownRevision", "variables.nsRevision in "+mKnownRevisions),
+		v("exempt", exemptExpr("variables.annotations", mHostNetSkipped+"[?variables.revision].orValue(true)")),
+		v("selected", celTemplatesKey+" in variables.annotations ? variables.annotations["+celTemplatesKey+
+			`].split(",").map(s, s.trim()).filter(s, s != "") : `+mTemplates),
+		// What the record claims, against the Pod.
+		v("removed", "variables.claimed.filter(n, !("+present+"))"),
+		v("wrong", "variables.inits.filter(c, c.name in variables.claimed && !"+sidecarOKExpr(celInitKind)+") +\n"+
+			celContainers+".filter(c, c.name in variables.claimed && !"+sidecarOKExpr(`"container"`)+")"),
 		// Containers under the names of the Pod's templates that the
 		// record does not claim: graft did not inject them.
-		v("unclaimed", keep+"[?variables.revision].orValue(false) ? [] :\n"+
+		v("unclaimed", mKeep+"[?variables.revision].orValue(false) ? [] :\n"+
 			"(variables.inits + "+celContainers+").filter(c, c.name in variables.owners && "+
 			"variables.owners[c.name] in variables.selected && !(c.name in variables.claimed))"),
-		v("wrongWhy", wrongWhyExpr(p)),
-		v("problem", in.problemExpr(p)),
+		v("wrongWhy", wrongWhyExpr()),
+		v("problem", problemExpr()),
 	}
-}
-
-// ownersOf maps each sidecar name to its template.
-func ownersOf(p *profileSpec) map[string]string {
-	out := map[string]string{}
-	for n, s := range p.sidecars {
-		out[n] = s.Template
-	}
-	return out
+	return []admissionv1.MatchCondition{{Name: "not-verified", Expression: fast}}, vars,
+		[]admissionv1.Validation{{Expression: `variables.problem == ""`, MessageExpression: "variables.problem", Reason: ptr(metav1.StatusReasonForbidden)}}
 }
 
 // wrongWhyExpr says why variables.wrong[0], a container the record
 // claims, is not the sidecar graft injects under its name.
-func wrongWhyExpr(p *profileSpec) string {
+func wrongWhyExpr() string {
 	q := strconv.Quote
 	w := "variables.wrong[0]"
 	s := "variables.sidecars[" + w + ".name]"
 	isInit := "variables.inits.exists(i, i.name == " + w + ".name)"
 	return "size(variables.wrong) == 0 ? \"\" :\n" +
-		isInit + " && !(" + kindExpr(w, true) + " in " + s + ".kind) ? " +
+		isInit + " && !((" + w + `.?restartPolicy.orValue("") == "Always" ? "native" : "init") in ` + s + ".kind) ? " +
 		q("graft injects it as ") + " + " + s + `.kind.join(" or ") + ` + q(" (native: an init container with restartPolicy: Always)") + " :\n" +
-		"!" + isInit + " && !(" + q(kindContainer) + " in " + s + ".kind) ? " + q("graft injects it as an init container") + " :\n" +
-		q("its image ") + " + " + w + `.?image.orValue("") + ` + q(" is not one profile "+p.name+" injects (") + " + " +
+		"!" + isInit + ` && !("container" in ` + s + ".kind) ? " + q("graft injects it as an init container") + " :\n" +
+		q("its image ") + " + " + w + `.?image.orValue("") + ` + q(" is not one profile "+mProfile+" injects (") + " + " +
 		s + `.image.join(", ") + ")"`
 }
 
 // problemExpr is "" for a Pod the guarantee admits, else the refusal's
 // message: the first rule broken.
-func (in *guaranteeInput) problemExpr(p *profileSpec) string {
+func problemExpr() string {
 	q := strconv.Quote
 	kindWord := func(c string) string {
 		return "(variables.inits.exists(i, i.name == " + c + `.name) ? "init container " : "container ")`
-	}
-	wantKind := func(n string) string {
-		return "(variables.sidecars[" + n + `].kind[0] == "container" ? "container " : "init container ")`
-	}
-	revs := strings.Join(in.revisions, ", ")
-	tags := "none"
-	if len(in.tags) > 0 {
-		tags = strings.Join(in.tags, ", ")
 	}
 	fresh := " Remove graft.dev/status and the label graft.dev/injected from the Pod's manifest (they were copied from " +
 		"another Pod or written by hand) and create it again: graft injects its own."
 	u := "variables.unclaimed[0]"
 	return "variables.exempt ? \"\" :\n" +
 		"!variables.knownRevision ? \"namespace \" + request.namespace + \" is labelled " + names.Revision + "=\" + variables.nsRevision + " +
-		q(", which is neither a revision nor a tag graft serves (revisions: "+revs+"; tags: "+tags+"), so no graft webhook was "+
+		q(", which is neither a revision nor a tag graft serves (revisions: "+mRevisions+"; tags: "+mTags+"), so no graft webhook was "+
 			"called for this Pod: label the namespace with one of them (kubectl label namespace ") + " + request.namespace + " +
 		q(" "+names.Revision+"=<revision or tag> --overwrite), or remove the label for the default revision.") + " :\n" +
 		"variables.status == \"\" ? \"graft did not inject this Pod, and namespace \" + request.namespace + " +
-		q(" requires it (label "+names.Inject+"="+p.name+"). Check that graft is running (kubectl -n "+in.graftNS+
+		q(" requires it (label "+names.Inject+"="+mProfile+"). Check that graft is running (kubectl -n "+mGraftNamespace+
 			" get pods) and create the Pod again, or opt the Pod out with the label "+names.Inject+`: "false".`) + " :\n" +
-		"size(variables.removed) > 0 ? \"graft injected \" + variables.removed.map(n, " + wantKind("n") + " + n).join(\", \") + " +
+		"size(variables.removed) > 0 ? \"graft injected \" + variables.removed.map(n, " +
+		`(variables.sidecars[n].kind[0] == "container" ? "container " : "init container ") + n).join(", ") + ` +
 		q(" into this Pod (graft.dev/status records it), but the Pod leaving admission lacks it: a mutating admission step "+
 			"after graft removed it. Check the other mutating webhooks and MutatingAdmissionPolicies that change Pods in this "+
 			"namespace; the Pod is refused because it would run without graft's sidecars.") + " :\n" +
-		"size(variables.foreign) > 0 ? \"graft.dev/status says graft injected \" + variables.foreign[0] + " +
-		q(", but no template of profile "+p.name+" injects a container of that name."+fresh) + " :\n" +
 		"size(variables.wrong) > 0 ? " + kindWord("variables.wrong[0]") + " + variables.wrong[0].name + \" is not graft's: \" + " +
 		"variables.wrongWhy + " + q(", yet graft.dev/status records it as graft's."+fresh) + " :\n" +
 		"size(variables.unclaimed) > 0 ? \"the Pod has \" + " + kindWord(u) + " + " + u + ".name + " +
 		"\", named like a sidecar template \" + variables.owners[" + u + ".name] + " +
-		q(" injects, but graft.dev/status does not record it: graft did not inject it. Rename the container; profile "+p.name+
+		q(" injects, but graft.dev/status does not record it: graft did not inject it. Rename the container; profile "+mProfile+
 			" refuses Pods holding graft's names (onConflict: keep would admit them).") + " :\n" +
 		`""`
+}
+
+// celData is what fills in the skeleton for profile p.
+func (in *guaranteeInput) celData(p *profileSpec) (map[string]string, error) {
+	// Maps, not structs: JSON with sorted keys, as Helm's toJson writes it.
+	table := map[string]map[string][]string{}
+	owners := map[string]string{}
+	var kindsImages strings.Builder
+	kindsImages.WriteString("\n")
+	prefixes := []string{}
+	names := sortedKeys(p.sidecars)
+	for _, n := range names {
+		s := p.sidecars[n]
+		table[n] = map[string][]string{"kind": s.Kinds, "image": s.Images}
+		owners[n] = s.Template
+		for _, k := range s.Kinds {
+			for _, img := range s.Images {
+				if pre, ok := strings.CutSuffix(img, "*"); ok {
+					prefixes = append(prefixes, n+"|"+k+"|"+pre)
+				} else {
+					kindsImages.WriteString(n + "|" + k + "|" + img + "\n")
+				}
+			}
+		}
+	}
+	allSkip := true
+	for _, skip := range p.hostNetworkSkipped {
+		allSkip = allSkip && skip
+	}
+	tags := "none"
+	if len(in.tags) > 0 {
+		tags = strings.Join(in.tags, ", ")
+	}
+	known := append([]string{""}, in.revisions...)
+	data := map[string]string{
+		mProfile:        p.name,
+		mGraftNamespace: in.graftNS,
+		mRevisions:      strings.Join(in.revisions, ", "),
+		mTags:           tags,
+		mHostNetAlways:  strconv.FormatBool(allSkip),
+		mPodRevision:    strconv.FormatBool(p.podRevision),
+	}
+	for marker, v := range map[string]any{
+		mNames: names, mKindsImages: kindsImages.String(), mImagePrefixes: prefixes, mSidecars: table, mOwners: owners,
+		mTemplates: p.templates, mKnownRevisions: append(known, in.tags...), mHostNetSkipped: p.hostNetworkSkipped, mKeep: p.keep,
+	} {
+		js, err := celJSON(v)
+		if err != nil {
+			return nil, err
+		}
+		data[marker] = js
+	}
+	return data, nil
+}
+
+// fill replaces the skeleton's markers with data.
+func fill(data map[string]string) (*admissionv1.ValidatingAdmissionPolicySpec, error) {
+	var pairs []string
+	for k, v := range data {
+		pairs = append(pairs, k, v)
+	}
+	r := strings.NewReplacer(pairs...)
+	conds, vars, vals := celSkeleton()
+	spec := &admissionv1.ValidatingAdmissionPolicySpec{}
+	check := func(s string) (string, error) {
+		out := r.Replace(s)
+		if i := strings.Index(out, "@@"); i >= 0 {
+			return "", fmt.Errorf("guarantee: marker left unfilled at %q", out[i:min(len(out), i+40)])
+		}
+		return out, nil
+	}
+	var err error
+	for _, c := range conds {
+		if c.Expression, err = check(c.Expression); err != nil {
+			return nil, err
+		}
+		spec.MatchConditions = append(spec.MatchConditions, c)
+	}
+	for _, v := range vars {
+		if v.Expression, err = check(v.Expression); err != nil {
+			return nil, err
+		}
+		spec.Variables = append(spec.Variables, v)
+	}
+	for _, v := range vals {
+		if v.MessageExpression, err = check(v.MessageExpression); err != nil {
+			return nil, err
+		}
+		spec.Validations = append(spec.Validations, v)
+	}
+	return spec, nil
 }

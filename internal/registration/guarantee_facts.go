@@ -28,8 +28,18 @@ const (
 	kindContainer = "container" // an entry of spec.containers
 )
 
-// TemplateFacts are the containers one template can add, by name.
-type TemplateFacts map[string]*ContainerFacts
+// TemplateFacts are what one template can add to a Pod.
+type TemplateFacts struct {
+	// Containers it can add, by name.
+	Containers map[string]*ContainerFacts `json:"containers"`
+	// Recorded are the other names graft.dev/status may record for it:
+	// volumes, image pull secrets, annotation and label keys, and what it
+	// adds to app containers (env names, mounted volumes).
+	Recorded []string `json:"recorded,omitempty"`
+	// ImageDefaults are the defaults of the parameters that are images
+	// (ContainerFacts.ImageParams).
+	ImageDefaults map[string]string `json:"imageDefaults,omitempty"`
+}
 
 // ContainerFacts say how a template adds one container.
 type ContainerFacts struct {
@@ -54,12 +64,12 @@ func Facts(tmpl *templates.Template) (TemplateFacts, error) {
 	for _, prm := range tmpl.Params {
 		base[prm.Name] = prm.Default
 	}
-	out := TemplateFacts{}
+	out := TemplateFacts{Containers: map[string]*ContainerFacts{}}
 	var rendered []map[string]string // per variant: container name -> image
 	for _, over := range variants(tmpl, base) {
-		images, err := containers(tmpl, over, out)
+		images, err := containers(tmpl, over, &out)
 		if err != nil {
-			return nil, err
+			return TemplateFacts{}, err
 		}
 		rendered = append(rendered, images)
 	}
@@ -68,21 +78,28 @@ func Facts(tmpl *templates.Template) (TemplateFacts, error) {
 		if prm.Type != templates.TypeString && prm.Type != templates.TypeList {
 			continue
 		}
-		if err := probe(tmpl, prm, base, out); err != nil {
-			return nil, fmt.Errorf("template %s: %w", tmpl.Name, err)
+		if err := probe(tmpl, prm, base, &out); err != nil {
+			return TemplateFacts{}, fmt.Errorf("template %s: %w", tmpl.Name, err)
 		}
 	}
 	// Images equal to an image parameter's default are that parameter's:
 	// each profile gives its own value.
 	for _, images := range rendered {
 		for name, image := range images {
-			cf := out[name]
+			cf := out.Containers[name]
 			if !slices.ContainsFunc(cf.ImageParams, func(p string) bool { return defaultOf(tmpl, p) == image }) {
 				cf.Images = appendNew(cf.Images, image)
 			}
 		}
 	}
-	for _, cf := range out {
+	slices.Sort(out.Recorded)
+	for _, cf := range out.Containers {
+		for _, p := range cf.ImageParams {
+			if out.ImageDefaults == nil {
+				out.ImageDefaults = map[string]string{}
+			}
+			out.ImageDefaults[p] = defaultOf(tmpl, p)
+		}
 		slices.Sort(cf.Kinds)
 		slices.Sort(cf.Images)
 		slices.Sort(cf.ImageParams)
@@ -95,12 +112,23 @@ func defaultOf(tmpl *templates.Template, param string) string {
 	return p.Default
 }
 
-// containers renders tmpl with over, adds the kinds of its containers to
-// out and returns their images by name.
-func containers(tmpl *templates.Template, over map[string]string, out TemplateFacts) (map[string]string, error) {
+// containers renders tmpl with over, adds the kinds of its containers and
+// the other names it records to out, and returns the containers' images by
+// name.
+func containers(tmpl *templates.Template, over map[string]string, out *TemplateFacts) (map[string]string, error) {
 	frag, err := tmpl.Render(over)
 	if err != nil {
 		return nil, fmt.Errorf("template %s with %v: %w", tmpl.Name, over, err)
+	}
+	for _, els := range [][]templates.Element{frag.Volumes, frag.ImagePullSecrets, frag.AppEnv, frag.AppVolumeMounts} {
+		for _, el := range els {
+			out.Recorded = appendNew(out.Recorded, el.Name)
+		}
+	}
+	for _, kvs := range [][]templates.KV{frag.Annotations, frag.Labels} {
+		for _, kv := range kvs {
+			out.Recorded = appendNew(out.Recorded, kv.Key)
+		}
 	}
 	images := map[string]string{}
 	for _, l := range []struct {
@@ -112,10 +140,10 @@ func containers(tmpl *templates.Template, over map[string]string, out TemplateFa
 			if err != nil {
 				return nil, fmt.Errorf("template %s: container %s: %w", tmpl.Name, el.Name, err)
 			}
-			cf := out[el.Name]
+			cf := out.Containers[el.Name]
 			if cf == nil {
 				cf = &ContainerFacts{}
-				out[el.Name] = cf
+				out.Containers[el.Name] = cf
 			}
 			cf.Kinds = appendNew(cf.Kinds, kind)
 			images[el.Name] = image
@@ -130,8 +158,8 @@ func containers(tmpl *templates.Template, over map[string]string, out TemplateFa
 // which the policy cannot know. One both probes give but the variants did
 // not is present for some values, and is added. An image that changes
 // with the value follows it.
-func probe(tmpl *templates.Template, prm *templates.Param, base map[string]string, out TemplateFacts) error {
-	baseImages, err := containers(tmpl, base, TemplateFacts{})
+func probe(tmpl *templates.Template, prm *templates.Param, base map[string]string, out *TemplateFacts) error {
+	baseImages, err := containers(tmpl, base, &TemplateFacts{Containers: map[string]*ContainerFacts{}})
 	if err != nil {
 		return err
 	}
@@ -141,7 +169,7 @@ func probe(tmpl *templates.Template, prm *templates.Param, base map[string]strin
 	}
 	var got []probed
 	for _, v := range probeValues(prm, base[prm.Name], 2) {
-		images, err := containers(tmpl, with(base, prm.Name, v), TemplateFacts{})
+		images, err := containers(tmpl, with(base, prm.Name, v), &TemplateFacts{Containers: map[string]*ContainerFacts{}})
 		if err != nil {
 			continue // a value the template refuses gives no Pod
 		}
@@ -149,7 +177,7 @@ func probe(tmpl *templates.Template, prm *templates.Param, base map[string]strin
 	}
 	for k, pr := range got {
 		for _, name := range slices.Sorted(maps.Keys(pr.images)) {
-			if _, ok := out[name]; ok {
+			if _, ok := out.Containers[name]; ok {
 				continue
 			}
 			if _, both := got[len(got)-1-k].images[name]; len(got) < 2 || !both {
@@ -164,7 +192,7 @@ func probe(tmpl *templates.Template, prm *templates.Param, base map[string]strin
 	for _, pr := range got {
 		for name, image := range pr.images {
 			before, had := baseImages[name]
-			cf := out[name]
+			cf := out.Containers[name]
 			switch {
 			case had && image == before:
 			case image == pr.value && (!had || before == base[prm.Name]):

@@ -55,7 +55,7 @@ func writeYAML(head string, objs ...any) ([]byte, error) {
 
 // tidy restyles the tree read from JSON for people: plain scalars where
 // YAML allows them, lists of scalars and selector requirements in flow
-// style, and no null fields (creationTimestamp). key is the mapping key n
+// style, and no null fields (creationTimestamp) or empty status. key is the mapping key n
 // is the value of.
 func tidy(n *yamlv3.Node, key string) {
 	switch n.Kind {
@@ -68,8 +68,10 @@ func tidy(n *yamlv3.Node, key string) {
 		// CEL with single quotes reads better in double quotes.
 		n.Style = 0
 		switch {
-		case strings.Contains(n.Value, "\n"):
-			n.Style = yamlv3.LiteralStyle // CEL written on several lines
+		case strings.Contains(n.Value, "\n") || strings.Contains(n.Value, "@@"):
+			// CEL written on several lines, or with markers data will
+			// replace (guarantee.go): the text stays as it is.
+			n.Style = yamlv3.LiteralStyle
 		case strings.Contains(n.Value, "'"):
 			n.Style = yamlv3.DoubleQuotedStyle
 		}
@@ -93,6 +95,9 @@ func tidy(n *yamlv3.Node, key string) {
 			k, v := n.Content[i], n.Content[i+1]
 			if v.Kind == yamlv3.ScalarNode && v.Tag == "!!null" {
 				continue
+			}
+			if k.Value == "status" && v.Kind == yamlv3.MappingNode && len(v.Content) == 0 {
+				continue // an object's empty status: the API server's to fill
 			}
 			tidy(k, "")
 			tidy(v, k.Value)

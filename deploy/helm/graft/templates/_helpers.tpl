@@ -205,3 +205,21 @@ default revision may choose.
 {{- end -}}
 {{- if $all }}true{{ end -}}
 {{- end -}}
+
+{{/*
+graft.templateFacts: JSON of what the guarantee policy knows of each
+template (the containers it can add, their kinds and images), by name: the
+built-in templates' (files/guarantee-facts.json, `graft guarantee --facts`),
+then policy.templateFacts. A file of templates.extra replaces a built-in
+template: its facts must then come from policy.templateFacts too.
+*/}}
+{{- define "graft.templateFacts" -}}
+{{- $facts := .Files.Get "files/guarantee-facts.json" | fromJson -}}
+{{- range $file, $_ := .Values.templates.extra -}}
+{{- $_ := unset $facts (trimSuffix ".yaml" $file) -}}
+{{- end -}}
+{{- range $name, $f := .Values.policy.templateFacts -}}
+{{- $_ := set $facts $name $f -}}
+{{- end -}}
+{{- toJson $facts -}}
+{{- end -}}

@@ -1,0 +1,147 @@
+package registration
+
+import (
+	"encoding/json"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/templates"
+)
+
+func mustTemplate(t *testing.T, src string) *templates.Template {
+	t.Helper()
+	tmpl, err := templates.Parse("t.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tmpl
+}
+
+// TestFactsOfBuiltins: the built-in templates' containers, kinds and
+// images as the guarantee reads them.
+func TestFactsOfBuiltins(t *testing.T) {
+	set, err := templates.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mesh, _ := set.Get("mesh-proxy")
+	f, err := Facts(mesh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]*ContainerFacts{
+		// The image parameter's value, whatever it is.
+		"graft-proxy": {Kinds: []string{kindNative}, ImageParams: []string{"image"}},
+		// Only with trafficRedirect: init-container; its image is the
+		// template's own.
+		"graft-proxy-init": {Kinds: []string{kindInit}, Images: []string{"ghcr.io/graftdev/proxy-init:1.0.0"}},
+	}
+	if !reflect.DeepEqual(f.Containers, want) {
+		t.Errorf("mesh-proxy: %s, want %s", mustJSONString(t, f.Containers), mustJSONString(t, want))
+	}
+	for _, name := range set.Names() {
+		tmpl, _ := set.Get(name)
+		f, err := Facts(tmpl)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		for c, cf := range f.Containers {
+			if len(cf.Kinds) == 0 || len(cf.Images)+len(cf.ImageParams) == 0 && !cf.ImageFollows {
+				t.Errorf("%s: container %s: %+v", name, c, cf)
+			}
+		}
+	}
+}
+
+// TestFactsFollowParameters: a container present for some values only is
+// found; an image built from a parameter follows it; a container named
+// after a parameter a Pod may set cannot be checked and is refused.
+func TestFactsFollowParameters(t *testing.T) {
+	const head = "name: t\ndescription: test\n"
+	f, err := Facts(mustTemplate(t, head+`parameters:
+  - {name: extra, type: bool, default: "false"}
+  - {name: tag, type: string, default: "1.0", pattern: '^[0-9.]+$'}
+fragment: |
+  containers:
+    - name: main
+      image: "registry.example/main:{{ .tag }}"
+  {{- if .extra }}
+    - name: extra
+      image: registry.example/extra:1
+  {{- end }}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf := f.Containers["extra"]; cf == nil || !reflect.DeepEqual(cf.Images, []string{"registry.example/extra:1"}) {
+		t.Errorf("extra: %+v", cf)
+	}
+	if cf := f.Containers["main"]; cf == nil || !cf.ImageFollows || len(cf.ImageParams) != 0 {
+		t.Errorf("main: %+v, want its image to follow tag", cf)
+	}
+	_, err = Facts(mustTemplate(t, head+`parameters:
+  - {name: suffix, type: string, default: "a", pattern: '^[a-z]+$'}
+fragment: |
+  containers:
+    - name: "sidecar-{{ .suffix }}"
+      image: registry.example/s:1
+`))
+	if err == nil || !strings.Contains(err.Error(), "the name of container") {
+		t.Errorf("a container named after a parameter: %v", err)
+	}
+}
+
+// TestGuaranteeRefusesAmbiguousRecords: a sidecar named like a volume of
+// the profile's templates cannot be read from graft.dev/status by name.
+func TestGuaranteeRefusesAmbiguousRecords(t *testing.T) {
+	set, err := templates.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := mustTemplate(t, `name: clash
+description: test
+fragment: |
+  containers:
+    - name: graft-agent-run
+      image: registry.example/c:1
+`)
+	cfg := inject.Config{Profiles: map[string]inject.Profile{"p": {Templates: []string{"agent", "clash"}}}, DefaultProfile: "p"}
+	rc := inject.RevisionsConfig{Revisions: []inject.RevisionConfig{{Config: cfg, Templates: set.With(templatesOf(t, own))}}}
+	_, err = Guarantees(rc, Options{})
+	if err == nil || !strings.Contains(err.Error(), "container graft-agent-run of template clash shares its name") {
+		t.Errorf("got %v", err)
+	}
+}
+
+func templatesOf(t *testing.T, ts ...*templates.Template) *templates.Set {
+	t.Helper()
+	dir := t.TempDir()
+	for _, tmpl := range ts {
+		writeFile(t, dir+"/"+tmpl.Name+".yaml", tmpl.Source)
+	}
+	set, err := templates.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+func writeFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustJSONString(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
