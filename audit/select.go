@@ -18,7 +18,7 @@ const ()
 // NeverSelected are the namespaces the shipped webhook configuration's
 // namespaceSelector leaves out whatever their labels: the control plane's
 // and graft's own (deploy/base/mutatingwebhookconfiguration.yaml; a test
-// in cmd/graft holds the two lists together).
+// in internal/offline holds the two lists together).
 func NeverSelected() []string {
 	return []string{"kube-system", "kube-public", "kube-node-lease", "graft-system"}
 }

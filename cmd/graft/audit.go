@@ -1,18 +1,15 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/graftdev/graft/audit"
+	"github.com/graftdev/graft/internal/live"
+	"github.com/graftdev/graft/internal/offline"
 )
 
 // exitFound is audit's exit code when a Pod is in a --fail-on class (1 is
@@ -92,15 +89,15 @@ func runAudit(cmd *cobra.Command, f *auditFlags) error {
 	if err != nil {
 		return fmt.Errorf("--fail-on: %w", err)
 	}
-	engine, err := newOfflineEngine(f.config, f.templatesDir, "", "")
+	engine, err := offline.NewEngine(f.config, f.templatesDir, "", "")
 	if err != nil {
 		return err
 	}
-	c, err := f.cluster.client()
+	cluster, err := live.Connect(f.cluster.config(""))
 	if err != nil {
 		return err
 	}
-	rep, err := auditCluster(cmd.Context(), c, audit.New(engine), f.namespace, f.chunkSize)
+	rep, err := cluster.Audit(commandContext(cmd), audit.New(engine), f.namespace, f.chunkSize)
 	if err != nil {
 		return err
 	}
@@ -127,77 +124,4 @@ func runAudit(cmd *cobra.Command, f *auditFlags) error {
 		return &exitError{code: exitFound, err: fmt.Errorf("pods in --fail-on classes: %s", strings.Join(found, ", "))}
 	}
 	return nil
-}
-
-// auditCluster classifies the Pods of namespace ("" every one). Pods are
-// read a page at a time and only their verdicts kept.
-func auditCluster(ctx context.Context, c kubernetes.Interface, a *audit.Auditor, namespace string, chunk int64) (*audit.Report, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	rep := &audit.Report{Time: time.Now()}
-	nss := map[string]audit.Namespace{}
-	if namespace != "" {
-		ns, err := c.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("namespace %s: %w", namespace, err)
-		}
-		nss[ns.Name] = auditNamespace(ns)
-	} else {
-		err := listPages(ctx, chunk, func(ctx context.Context, opts metav1.ListOptions) (*corev1.NamespaceList, string, error) {
-			l, err := c.CoreV1().Namespaces().List(ctx, opts)
-			if err != nil {
-				return nil, "", err
-			}
-			return l, l.Continue, nil
-		}, func(l *corev1.NamespaceList) error {
-			for i := range l.Items {
-				nss[l.Items[i].Name] = auditNamespace(&l.Items[i])
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("listing namespaces: %w", err)
-		}
-	}
-	own, err := loadOwners(ctx, c, namespace, chunk)
-	if err != nil {
-		return nil, fmt.Errorf("listing owners: %w", err)
-	}
-	err = listPages(ctx, chunk, func(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, string, error) {
-		l, err := c.CoreV1().Pods(namespace).List(ctx, opts)
-		if err != nil {
-			return nil, "", err
-		}
-		return l, l.Continue, nil
-	}, func(l *corev1.PodList) error {
-		for i := range l.Items {
-			p := &l.Items[i]
-			ns, ok := nss[p.Namespace]
-			if !ok { // created since the namespaces were listed
-				got, err := c.CoreV1().Namespaces().Get(ctx, p.Namespace, metav1.GetOptions{})
-				if err != nil {
-					return fmt.Errorf("namespace %s: %w", p.Namespace, err)
-				}
-				ns = auditNamespace(got)
-				nss[ns.Name] = ns
-			}
-			ap, err := auditPod(p)
-			if err != nil {
-				return err
-			}
-			v, err := a.Classify(ns, ap)
-			if err != nil {
-				return err
-			}
-			rep.Pods = append(rep.Pods, audit.PodResult{Namespace: p.Namespace, Name: p.Name,
-				Workload: own.workload(p.Name, p.OwnerReferences), Verdict: v})
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
-	}
-	rep.Duration = time.Since(rep.Time)
-	return rep, nil
 }

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
-	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/live"
+	"github.com/graftdev/graft/internal/offline"
 )
 
 func newExplainCmd() *cobra.Command {
@@ -31,7 +33,7 @@ a Pod it adds what graft audit says of it.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
-				if kind, name, ok := liveRef(args[0]); ok {
+				if kind, name, ok := live.ParseRef(args[0]); ok {
 					return explainLive(cmd, &f, &cf, kind, name)
 				}
 			}
@@ -39,46 +41,11 @@ a Pod it adds what graft audit says of it.`,
 			if err != nil {
 				return err
 			}
-			var out bytes.Buffer
-			var errs []error
-			n := 0
-			for _, d := range run.docs {
-				spots, err := findPods(d)
-				if err != nil {
-					errs = append(errs, &docError{source: d.source, index: d.index, err: err})
-					continue
-				}
-				for _, s := range spots {
-					if s.foreign != "" {
-						reportNoTemplate(d, s, run.report)
-						continue
-					}
-					ex, err := run.admitter.explain(d, s, run.report)
-					if err != nil {
-						errs = append(errs, &docError{source: d.source, index: d.index, what: s.what, err: err})
-						continue
-					}
-					if f.output == "json" {
-						err = writeExplanationJSON(&out, ex)
-					} else {
-						if n > 0 {
-							out.WriteByte('\n')
-						}
-						err = writeExplanationText(&out, ex)
-					}
-					if err != nil {
-						return err
-					}
-					n++
-				}
+			out, err := run.Explain(f.output == "json")
+			if err != nil {
+				return err
 			}
-			if len(errs) > 0 {
-				return errors.Join(errs...)
-			}
-			if n == 0 {
-				return errors.New("no Pods or Pod templates in the input")
-			}
-			_, err = cmd.OutOrStdout().Write(out.Bytes())
+			_, err = cmd.OutOrStdout().Write(out)
 			return err
 		},
 	}
@@ -87,99 +54,38 @@ a Pod it adds what graft audit says of it.`,
 	return cmd
 }
 
-// explained is one Pod's explanation, as -o json prints it.
-type explained struct {
-	Source    string `json:"source"`
-	Document  int    `json:"document"`
-	Object    string `json:"object"`
-	Namespace string `json:"namespace"`
-	// Label is the namespace's graft.dev/inject value; LabelFrom says
-	// where the namespace's labels came from (see selection).
-	Label     string           `json:"label"`
-	LabelFrom string           `json:"labelFrom"`
-	Decision  string           `json:"decision"`
-	Reason    string           `json:"reason"`
-	Profile   string           `json:"profile"`
-	Revision  string           `json:"revision"`
-	Tag       string           `json:"tag,omitempty"`
-	Templates []string         `json:"templates"`
-	Params    []explainedParam `json:"params"`
-	Warnings  []string         `json:"warnings"`
-	Message   string           `json:"message,omitempty"`
-	Patch     []patchOp        `json:"patch"`
-	// Audit is a live Pod's audit class (graft explain pod/NAME).
-	Audit    *explainedAudit `json:"audit,omitempty"`
-	excluded bool            // the namespace is never injected
-}
-
-// explainedAudit is what graft audit says of a live Pod.
-type explainedAudit struct {
-	Class    string `json:"class"`
-	Cause    string `json:"cause,omitempty"`
-	Revision string `json:"revision,omitempty"`
-	Detail   string `json:"detail,omitempty"`
-}
-
-type explainedParam struct {
-	Template string `json:"template"`
-	Param    string `json:"param"`
-	Value    string `json:"value"`
-	Source   string `json:"source"`
-}
-
-// explain explains the Pod at spot: the namespace's selection, then the
-// engine's answer, with graft's own warnings about the manifest.
-func (a *admitter) explain(d *document, spot podSpot, rep *reporter) (*explained, error) {
-	out := &explained{
-		Source:    d.source,
-		Document:  d.index,
-		Object:    spot.what,
-		Templates: []string{},
-		Params:    []explainedParam{},
-		Warnings:  []string{},
-		Patch:     []patchOp{},
-	}
-	if spot.holder == nil {
-		ns, err := a.namespaceFor(spot)
-		out.Namespace, out.Decision, out.Reason, out.Message = ns, "no-pod-template", "none", spot.noTemplate
-		return out, err
-	}
-	ns, sel, body, err := a.request(spot)
-	if err != nil {
-		return nil, err
-	}
-	out.Namespace, out.Label, out.LabelFrom = ns, sel.label, sel.from
-	out.excluded = sel.reason == "namespace-excluded"
-	out.Warnings = append(out.Warnings, podWarnings(spot)...)
-	if sel.from == fromAssumed {
-		rep.note(a.sel.assumption(ns))
-	}
-	if body == nil {
-		out.Decision, out.Reason, out.Message = "not-selected", sel.reason, sel.why
-		return out, nil
-	}
-	ex, err := a.engine.Explain(body, sel.options())
-	if err != nil {
-		return nil, err
-	}
-	out.fill(ex)
-	if len(ex.Patch) > 0 {
-		if out.Patch, err = documentOps(spot, ex.Patch); err != nil {
-			return nil, err
+// explainLive explains a Pod, or a workload's Pod template, read from the
+// cluster with its Namespace: the webhook's decision for it as if created
+// now, and for a Pod its audit class.
+func explainLive(cmd *cobra.Command, f *offlineFlags, cf *clusterFlags, kind, name string) error {
+	for _, fl := range []string{"profile", "revision", "namespace-labels", "filename"} {
+		if cmd.Flags().Changed(fl) {
+			return fmt.Errorf("explain %s/%s reads the namespace's labels from the cluster: --%s does not apply", strings.ToLower(kind), name, fl)
 		}
 	}
-	return out, nil
-}
-
-// fill takes the engine's explanation, all but the patch (whose paths
-// depend on where the Pod was read).
-func (out *explained) fill(ex *inject.Explanation) {
-	out.Decision, out.Reason = ex.Result.Decision.String(), ex.Result.Reason.String()
-	out.Profile, out.Message = ex.Profile, ex.Message
-	out.Revision, out.Tag = ex.Result.Revision, ex.Selection.Tag
-	out.Templates = append(out.Templates, ex.Templates...)
-	out.Warnings = append(out.Warnings, ex.Warnings...)
-	for _, p := range ex.Params {
-		out.Params = append(out.Params, explainedParam{Template: p.Template, Param: p.Param, Value: p.Value, Source: p.Source})
+	if err := checkFormat(f.output, f.formats...); err != nil {
+		return err
 	}
+	engine, err := offline.NewEngine(f.config, f.templatesDir, "", "")
+	if err != nil {
+		return err
+	}
+	cluster, err := live.Connect(cf.config(f.namespace))
+	if err != nil {
+		return err
+	}
+	ns, pod, err := cluster.ReadPod(commandContext(cmd), kind, name)
+	if err != nil {
+		return err
+	}
+	out, err := offline.ExplainFromCluster(engine, ns, pod, strings.ToLower(kind)+"/"+name, kind == "Pod")
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := offline.WriteExplanation(&buf, out, f.output == "json"); err != nil {
+		return err
+	}
+	_, err = cmd.OutOrStdout().Write(buf.Bytes())
+	return err
 }

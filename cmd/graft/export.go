@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graftdev/graft/export"
+	"github.com/graftdev/graft/internal/offline"
 )
 
 func newExportCmd() *cobra.Command {
@@ -21,7 +22,7 @@ A template whose fragment the policies cannot reproduce exactly is refused,
 with the template, the fragment line and the reason; then nothing is written.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, set, err := loadEngineConfig(configFile, templatesDir)
+			cfg, set, err := offline.LoadConfig(configFile, templatesDir)
 			if err != nil {
 				return err
 			}

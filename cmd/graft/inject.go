@@ -1,90 +1,10 @@
 package main
 
 import (
-	"cmp"
-	"errors"
-	"fmt"
-	"path/filepath"
-	"strings"
-
 	"github.com/spf13/cobra"
+
+	"github.com/graftdev/graft/internal/manifest"
 )
-
-// offlineFlags are shared by the subcommands that run the engine offline.
-type offlineFlags struct {
-	files           []string
-	recursive       bool
-	profile         string
-	revision        string
-	config          string
-	templatesDir    string
-	namespace       string
-	namespaceLabels string
-	output          string
-	quiet           bool
-	formats         []string // allowed -o values, the first the default
-}
-
-// offlineRun is what inject and explain both start from.
-type offlineRun struct {
-	admitter *admitter
-	files    []*inputFile
-	docs     []*document
-	report   *reporter
-}
-
-// open does what inject and explain both do first: check the flags,
-// build the engine, read the input documents (the -f ones and then the
-// arguments), and learn the namespaces' labels.
-func (f *offlineFlags) open(cmd *cobra.Command, args []string) (*offlineRun, error) {
-	if err := checkFormat(f.output, f.formats...); err != nil {
-		return nil, err
-	}
-	sel := &selector{}
-	if cmd.Flags().Changed("namespace-labels") {
-		var err error
-		if sel.flagLabels, err = parseLabels(f.namespaceLabels); err != nil {
-			return nil, err
-		}
-	}
-	engine, err := newOfflineEngine(f.config, f.templatesDir, f.profile, f.revision)
-	if err != nil {
-		return nil, err
-	}
-	files, err := readInputs(append(f.files, args...), f.recursive, cmd.InOrStdin())
-	if err != nil {
-		return nil, err
-	}
-	docs := allDocuments(files)
-	if !hasObjects(docs) {
-		return nil, errors.New("no objects in the input")
-	}
-	sel.defaultProfile, sel.profiles = engine.DefaultProfile(), engine.Profiles()
-	sel.assumed = cmp.Or(f.profile, sel.defaultProfile)
-	sel.revision = f.revision
-	sel.declareNamespaces(docs)
-	return &offlineRun{
-		admitter: &admitter{engine: engine, sel: sel, namespace: f.namespace},
-		files:    files,
-		docs:     docs,
-		report:   newReporter(cmd.ErrOrStderr(), f.quiet, docs),
-	}, nil
-}
-
-func (f *offlineFlags) register(cmd *cobra.Command, formats ...string) {
-	f.formats = formats
-	fl := cmd.Flags()
-	fl.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory of manifests, or - for stdin (repeatable; also as arguments)")
-	fl.BoolVarP(&f.recursive, "recursive", "R", false, "read the directories' subdirectories too")
-	fl.StringVar(&f.profile, "profile", "", "profile for namespaces whose labels are unknown, as if labelled graft.dev/inject=PROFILE (default: the configuration's default profile)")
-	fl.StringVar(&f.revision, "revision", "", "revision or tag for namespaces whose labels are unknown, as if labelled graft.dev/rev=REVISION (default: defaultRevision)")
-	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve")
-	fl.StringVar(&f.templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
-	fl.StringVarP(&f.namespace, "namespace", "n", "", `namespace for objects that name none (default "default")`)
-	fl.StringVar(&f.namespaceLabels, "namespace-labels", "", "labels of the namespaces that have no Namespace object in the input: key=value,...")
-	fl.StringVarP(&f.output, "output", "o", formats[0], "output format: "+strings.Join(formats, " or "))
-	fl.BoolVarP(&f.quiet, "quiet", "q", false, "say nothing on stderr but warnings and errors")
-}
 
 func newInjectCmd() *cobra.Command {
 	var (
@@ -117,92 +37,17 @@ kube-inject's -o FILE is --output-file FILE here.`,
 				return err
 			}
 			if inPlace {
-				if err := checkInPlace(run.files); err != nil {
+				if err := manifest.CheckInPlace(run.Files()); err != nil {
 					return err
 				}
 			}
-			run.admitter.jsonOut = f.output == "json"
-			if err := injectDocuments(run.admitter, run.docs, run.report); err != nil {
+			if err := run.Inject(f.output == "json"); err != nil {
 				return err
 			}
-			return writeManifests(cmd, run.files, f.output, outputFile, inPlace)
+			return writeManifests(cmd, run.Files(), f.output, outputFile, inPlace)
 		},
 	}
 	f.register(cmd, "yaml", "json")
 	registerOutputFlags(cmd, &outputFile, &inPlace)
 	return cmd
-}
-
-func registerOutputFlags(cmd *cobra.Command, outputFile *string, inPlace *bool) {
-	cmd.Flags().StringVar(outputFile, "output-file", "", "write the output to this file (atomically) instead of stdout")
-	cmd.Flags().BoolVar(inPlace, "in-place", false, "rewrite each changed input file (atomically, all files or none)")
-}
-
-func checkInPlaceFlags(cmd *cobra.Command, inPlace bool, outputFile string) error {
-	if inPlace && (outputFile != "" || cmd.Flags().Changed("output")) {
-		return errors.New("--in-place writes each file in its own format: give neither --output-file nor -o with it")
-	}
-	return nil
-}
-
-// writeManifests writes the rewritten manifests: in place, to
-// --output-file, or to stdout.
-func writeManifests(cmd *cobra.Command, files []*inputFile, format, outputFile string, inPlace bool) error {
-	if inPlace {
-		return writeInPlace(files)
-	}
-	out, err := encodeOutput(files, format)
-	if err != nil {
-		return err
-	}
-	if outputFile != "" && outputFile != "-" {
-		return writeFiles([]fileWrite{{path: outputFile, data: out}})
-	}
-	_, err = cmd.OutOrStdout().Write(out)
-	return err
-}
-
-// checkInPlace refuses inputs --in-place cannot rewrite: stdin, and a
-// file named twice.
-func checkInPlace(files []*inputFile) error {
-	seen := map[string]bool{}
-	for _, f := range files {
-		if f.path == "" {
-			return errors.New("--in-place cannot rewrite stdin")
-		}
-		real, err := filepath.EvalSymlinks(f.path)
-		if err != nil {
-			return plainPathError(err)
-		}
-		if abs, err := filepath.Abs(real); err == nil {
-			real = abs
-		}
-		if seen[real] {
-			return fmt.Errorf("--in-place: %s is given twice", f.path)
-		}
-		seen[real] = true
-		f.path = real
-	}
-	return nil
-}
-
-// writeInPlace rewrites the files graft changed, each in the format it
-// was read in.
-func writeInPlace(files []*inputFile) error {
-	var writes []fileWrite
-	for _, f := range files {
-		if !f.changed() {
-			continue
-		}
-		format := "yaml"
-		if f.json() {
-			format = "json"
-		}
-		out, err := encodeFile(f, format)
-		if err != nil {
-			return err
-		}
-		writes = append(writes, fileWrite{path: f.path, data: out, old: f.data})
-	}
-	return writeFiles(writes)
 }

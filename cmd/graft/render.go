@@ -1,17 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
-	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/graftdev/graft/inject"
-	"github.com/graftdev/graft/templates"
+	"github.com/graftdev/graft/internal/offline"
 )
 
 func newRenderCmd() *cobra.Command {
@@ -36,15 +31,7 @@ the fragment graft would add to a Pod.`,
 			if err != nil {
 				return err
 			}
-			cfg, set, err := loadEngineConfig(configFile, templatesDir)
-			if err != nil {
-				return err
-			}
-			// A configuration graft serve would refuse is refused here too.
-			if _, err := inject.New(cfg, set); err != nil {
-				return err
-			}
-			out, err := renderTemplate(set, args[0], overrides, output)
+			out, err := offline.Render(configFile, templatesDir, args[0], overrides, output == "json")
 			if err != nil {
 				return err
 			}
@@ -73,41 +60,4 @@ func parseSets(sets []string) (map[string]string, error) {
 		overrides[k] = v
 	}
 	return overrides, nil
-}
-
-func renderTemplate(set *templates.Set, name string, overrides map[string]string, format string) ([]byte, error) {
-	t, ok := set.Get(name)
-	if !ok {
-		return nil, fmt.Errorf("unknown template %q (available: %s)", name, strings.Join(set.Names(), ", "))
-	}
-	// Render validates values and the fragment as the engine does;
-	// RenderYAML gives the text the user wrote the template to produce.
-	if _, err := t.Render(overrides); err != nil {
-		var pe *templates.ParamError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("--set %s=%q: %s", pe.Param, pe.Value, pe.Rule)
-		}
-		return nil, err
-	}
-	text, err := t.RenderYAML(overrides)
-	if err != nil {
-		return nil, err
-	}
-	if format == "yaml" {
-		return text, nil
-	}
-	var n yaml.Node
-	if err := yaml.Unmarshal(text, &n); err != nil {
-		return nil, fmt.Errorf("template %s: rendered fragment: %w", name, err)
-	}
-	js, err := nodeJSON(&n)
-	if err != nil {
-		return nil, fmt.Errorf("template %s: rendered fragment: %w", name, err)
-	}
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, js, "", "  "); err != nil {
-		return nil, err
-	}
-	buf.WriteByte('\n')
-	return buf.Bytes(), nil
 }

@@ -2,11 +2,11 @@ package main
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/manifest"
+	"github.com/graftdev/graft/internal/offline"
 )
 
 func newUninjectCmd() *cobra.Command {
@@ -37,25 +37,20 @@ error. uninject of inject's output gives back inject's input.`,
 			if err := checkInPlaceFlags(cmd, inPlace, outputFile); err != nil {
 				return err
 			}
-			in, err := readInputs(append(files, args...), recursive, cmd.InOrStdin())
+			in, err := manifest.ReadInputs(append(files, args...), recursive, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
-			docs := allDocuments(in)
-			if !hasObjects(docs) {
+			docs := manifest.AllDocuments(in)
+			if !manifest.HasObjects(docs) {
 				return errors.New("no objects in the input")
 			}
 			if inPlace {
-				if err := checkInPlace(in); err != nil {
+				if err := manifest.CheckInPlace(in); err != nil {
 					return err
 				}
 			}
-			rep := newReporter(cmd.ErrOrStderr(), quiet, docs)
-			var errs []error
-			for _, d := range docs {
-				errs = append(errs, uninjectDocument(d, rep, output != "json")...)
-			}
-			if err := errors.Join(errs...); err != nil {
+			if err := offline.Uninject(docs, cmd.ErrOrStderr(), quiet, output != "json"); err != nil {
 				return err
 			}
 			return writeManifests(cmd, in, output, outputFile, inPlace)
@@ -68,58 +63,4 @@ error. uninject of inject's output gives back inject's input.`,
 	fl.BoolVarP(&quiet, "quiet", "q", false, "say nothing on stderr but warnings and errors")
 	registerOutputFlags(cmd, &outputFile, &inPlace)
 	return cmd
-}
-
-// uninjectDocument removes graft's parts from every Pod of d, in place.
-// Errors name the document.
-func uninjectDocument(d *document, rep *reporter, keepText bool) []error {
-	spots, err := findPods(d)
-	if err != nil {
-		return []error{&docError{source: d.source, index: d.index, err: err}}
-	}
-	var errs []error
-	var ops []patchOp
-	for _, s := range spots {
-		if s.holder == nil {
-			reportNoTemplate(d, s, rep)
-			continue
-		}
-		pod, err := podJSON(s)
-		if err != nil {
-			errs = append(errs, &docError{source: d.source, index: d.index, what: s.what, err: err})
-			continue
-		}
-		un, err := inject.Uninject(pod)
-		if err != nil {
-			errs = append(errs, &docError{source: d.source, index: d.index, what: s.what, err: err})
-			continue
-		}
-		if string(un.Patch) == "[]" {
-			rep.object(d, s.ref(), "no graft.dev/status: unchanged")
-			continue
-		}
-		o, err := documentOps(s, un.Patch)
-		if err != nil {
-			errs = append(errs, &docError{source: d.source, index: d.index, what: s.what, err: err})
-			continue
-		}
-		ops = append(ops, o...)
-		rep.object(d, s.ref(), "uninjected "+recordedTemplates(un.Status))
-	}
-	if len(errs) > 0 || len(ops) == 0 {
-		return errs
-	}
-	return patchDocument(d, ops, keepText, rep)
-}
-
-// recordedTemplates names what a record says graft injected.
-func recordedTemplates(st inject.Status) string {
-	var names []string
-	for _, t := range st.Templates {
-		names = append(names, t.Name)
-	}
-	if len(names) == 0 {
-		return "a version 1 record's containers"
-	}
-	return strings.Join(names, ", ")
 }

@@ -13,6 +13,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/offline"
 )
 
 // Property: for every Pod of the engine's golden corpus that graft
@@ -23,7 +24,7 @@ func TestUninjectUndoesInject(t *testing.T) {
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no golden inputs: %v", err)
 	}
-	engine, err := newOfflineEngine("", "", "", "")
+	engine, err := offline.NewEngine("", "", "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

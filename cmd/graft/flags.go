@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/graftdev/graft/internal/live"
+	"github.com/graftdev/graft/internal/manifest"
+	"github.com/graftdev/graft/internal/offline"
+)
+
+// offlineFlags are shared by the subcommands that run the engine on
+// manifests (inject, explain).
+type offlineFlags struct {
+	files           []string
+	recursive       bool
+	profile         string
+	revision        string
+	config          string
+	templatesDir    string
+	namespace       string
+	namespaceLabels string
+	output          string
+	quiet           bool
+	formats         []string // allowed -o values, the first the default
+}
+
+func (f *offlineFlags) register(cmd *cobra.Command, formats ...string) {
+	f.formats = formats
+	fl := cmd.Flags()
+	fl.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory of manifests, or - for stdin (repeatable; also as arguments)")
+	fl.BoolVarP(&f.recursive, "recursive", "R", false, "read the directories' subdirectories too")
+	fl.StringVar(&f.profile, "profile", "", "profile for namespaces whose labels are unknown, as if labelled graft.dev/inject=PROFILE (default: the configuration's default profile)")
+	fl.StringVar(&f.revision, "revision", "", "revision or tag for namespaces whose labels are unknown, as if labelled graft.dev/rev=REVISION (default: defaultRevision)")
+	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve")
+	fl.StringVar(&f.templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
+	fl.StringVarP(&f.namespace, "namespace", "n", "", `namespace for objects that name none (default "default")`)
+	fl.StringVar(&f.namespaceLabels, "namespace-labels", "", "labels of the namespaces that have no Namespace object in the input: key=value,...")
+	fl.StringVarP(&f.output, "output", "o", formats[0], "output format: "+strings.Join(formats, " or "))
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "say nothing on stderr but warnings and errors")
+}
+
+// open checks the flags and reads the input (the -f files, then the
+// arguments) with the engine: what inject and explain both start from.
+func (f *offlineFlags) open(cmd *cobra.Command, args []string) (*offline.Run, error) {
+	if err := checkFormat(f.output, f.formats...); err != nil {
+		return nil, err
+	}
+	o := offline.Options{
+		Inputs:       append(f.files, args...),
+		Recursive:    f.recursive,
+		Profile:      f.profile,
+		Revision:     f.revision,
+		Config:       f.config,
+		TemplatesDir: f.templatesDir,
+		Namespace:    f.namespace,
+		Quiet:        f.quiet,
+	}
+	if cmd.Flags().Changed("namespace-labels") {
+		var err error
+		if o.NamespaceLabels, err = parseLabels(f.namespaceLabels); err != nil {
+			return nil, err
+		}
+	}
+	return offline.Open(o, cmd.InOrStdin(), cmd.ErrOrStderr())
+}
+
+// parseLabels reads --namespace-labels: k=v pairs separated by commas.
+func parseLabels(s string) (map[string]string, error) {
+	labels := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--namespace-labels %s: want key=value[,key=value...]", s)
+		}
+		labels[k] = v
+	}
+	return labels, nil
+}
+
+// checkFormat checks an -o value. -o is the format, as in kubectl; a
+// value that looks like a file name gets a pointer to --output-file
+// (istioctl kube-inject's -o names the output file).
+func checkFormat(format string, allowed ...string) error {
+	for _, a := range allowed {
+		if format == a {
+			return nil
+		}
+	}
+	err := fmt.Errorf("-o %s: want one of %v", format, allowed)
+	if strings.ContainsAny(format, "./\\") {
+		err = fmt.Errorf("%w (-o is the output format, as in kubectl; to write a file, use --output-file %s)", err, format)
+	}
+	return err
+}
+
+// registerOutputFlags adds the flags of the commands that rewrite
+// manifests (inject, uninject): where the result goes.
+func registerOutputFlags(cmd *cobra.Command, outputFile *string, inPlace *bool) {
+	cmd.Flags().StringVar(outputFile, "output-file", "", "write the output to this file (atomically) instead of stdout")
+	cmd.Flags().BoolVar(inPlace, "in-place", false, "rewrite each changed input file (atomically, all files or none)")
+}
+
+func checkInPlaceFlags(cmd *cobra.Command, inPlace bool, outputFile string) error {
+	if inPlace && (outputFile != "" || cmd.Flags().Changed("output")) {
+		return errors.New("--in-place writes each file in its own format: give neither --output-file nor -o with it")
+	}
+	return nil
+}
+
+// writeManifests writes the rewritten manifests: in place, to
+// --output-file, or to stdout.
+func writeManifests(cmd *cobra.Command, files []*manifest.File, format, outputFile string, inPlace bool) error {
+	if inPlace {
+		return manifest.WriteInPlace(files)
+	}
+	out, err := manifest.Encode(files, format)
+	if err != nil {
+		return err
+	}
+	if outputFile != "" && outputFile != "-" {
+		return manifest.WriteFile(outputFile, out)
+	}
+	_, err = cmd.OutOrStdout().Write(out)
+	return err
+}
+
+// clusterFlags say how the live commands (audit, explain KIND/NAME) reach
+// a cluster: a kubeconfig (--kubeconfig, else $KUBECONFIG, else
+// ~/.kube/config), else the in-cluster ServiceAccount.
+type clusterFlags struct {
+	kubeconfig string
+	context    string
+	timeout    time.Duration
+}
+
+func (f *clusterFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
+	fl.StringVar(&f.context, "context", "", "kubeconfig context (default: the current one)")
+	fl.DurationVar(&f.timeout, "request-timeout", 30*time.Second, "timeout of each request to the API server")
+}
+
+// config is how to reach the cluster, working in namespace ("": the
+// kubeconfig context's).
+func (f *clusterFlags) config(namespace string) live.Config {
+	return live.Config{Kubeconfig: f.kubeconfig, Context: f.context, Timeout: f.timeout, UserAgent: "graft/" + version, Namespace: namespace}
+}
+
+// commandContext is the command's context, or the background one when
+// cobra was run without one.
+func commandContext(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}

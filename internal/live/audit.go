@@ -1,0 +1,83 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/graftdev/graft/audit"
+)
+
+// Audit classifies with a the Pods of namespace ("" every one), reading
+// every LIST in pages of chunk objects and keeping only the verdicts.
+func (cl *Cluster) Audit(ctx context.Context, a *audit.Auditor, namespace string, chunk int64) (*audit.Report, error) {
+	c := cl.client
+	rep := &audit.Report{Time: time.Now()}
+	nss := map[string]audit.Namespace{}
+	if namespace != "" {
+		ns, err := c.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("namespace %s: %w", namespace, err)
+		}
+		nss[ns.Name] = auditNamespace(ns)
+	} else {
+		err := listPages(ctx, chunk, func(ctx context.Context, opts metav1.ListOptions) (*corev1.NamespaceList, string, error) {
+			l, err := c.CoreV1().Namespaces().List(ctx, opts)
+			if err != nil {
+				return nil, "", err
+			}
+			return l, l.Continue, nil
+		}, func(l *corev1.NamespaceList) error {
+			for i := range l.Items {
+				nss[l.Items[i].Name] = auditNamespace(&l.Items[i])
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("listing namespaces: %w", err)
+		}
+	}
+	own, err := loadOwners(ctx, c, namespace, chunk)
+	if err != nil {
+		return nil, fmt.Errorf("listing owners: %w", err)
+	}
+	err = listPages(ctx, chunk, func(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, string, error) {
+		l, err := c.CoreV1().Pods(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, "", err
+		}
+		return l, l.Continue, nil
+	}, func(l *corev1.PodList) error {
+		for i := range l.Items {
+			p := &l.Items[i]
+			ns, ok := nss[p.Namespace]
+			if !ok { // created since the namespaces were listed
+				got, err := c.CoreV1().Namespaces().Get(ctx, p.Namespace, metav1.GetOptions{})
+				if err != nil {
+					return fmt.Errorf("namespace %s: %w", p.Namespace, err)
+				}
+				ns = auditNamespace(got)
+				nss[ns.Name] = ns
+			}
+			ap, err := auditPod(p)
+			if err != nil {
+				return err
+			}
+			v, err := a.Classify(ns, ap)
+			if err != nil {
+				return err
+			}
+			rep.Pods = append(rep.Pods, audit.PodResult{Namespace: p.Namespace, Name: p.Name,
+				Workload: own.workload(p.Name, p.OwnerReferences), Verdict: v})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	rep.Duration = time.Since(rep.Time)
+	return rep, nil
+}

@@ -1,0 +1,79 @@
+// Package offline is the CLI's use of the engine on manifests and on
+// objects read elsewhere: graft inject, explain, uninject and render run
+// Pods through the very engine and configuration graft serve runs, the
+// way the API server would send them, and say what happened. It reads
+// and writes manifests through internal/manifest and reaches no cluster
+// and no server.
+package offline
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/graftdev/graft/config"
+	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/templates"
+)
+
+// Engine is what the offline commands run Pods through: the
+// configuration's revisions (inject.Revisions, as graft serve does), or
+// one inject.Engine.
+type Engine interface {
+	Admit(dst, body []byte, o inject.Options) ([]byte, inject.Result, error)
+	Explain(body []byte, o inject.Options) (*inject.Explanation, error)
+	DefaultProfile() string
+	Profiles() []string
+}
+
+// LoadConfig returns the engine configuration and the template set
+// graft runs with, read exactly as graft serve reads them (config.Load:
+// the built-in configuration without a file), with the built-in templates
+// overlaid by templatesDir, or else by the file's server.templatesDir.
+func LoadConfig(configFile, templatesDir string) (inject.Config, *templates.Set, error) {
+	f, err := config.Load(configFile)
+	if err != nil {
+		return inject.Config{}, nil, err
+	}
+	if templatesDir == "" {
+		templatesDir = f.Server.TemplatesDir
+	}
+	set, err := config.Templates(templatesDir)
+	if err != nil {
+		return inject.Config{}, nil, err
+	}
+	return f.Config, set, nil
+}
+
+// NewEngine builds the engines the offline commands use, one per
+// revision of the configuration, and checks that profile and revision
+// (empty: the defaults) are configured.
+func NewEngine(configFile, templatesDir, profile, revision string) (*inject.Revisions, error) {
+	f, err := config.Load(configFile)
+	if err != nil {
+		return nil, err
+	}
+	if profile != "" {
+		if _, ok := f.Profiles[profile]; !ok {
+			return nil, fmt.Errorf("%w %q (configured: %s)", inject.ErrUnknownProfile, profile, profileNames(f.Config))
+		}
+	}
+	rc, err := f.RevisionsConfig(cmp.Or(templatesDir, f.Server.TemplatesDir))
+	if err != nil {
+		return nil, err
+	}
+	revs, err := inject.NewRevisions(rc)
+	if err != nil {
+		return nil, err
+	}
+	if revision != "" && !slices.Contains(revs.Names(), revision) {
+		return nil, fmt.Errorf("%w %q (configured: %s)", inject.ErrUnknownRevision, revision, strings.Join(revs.Names(), ", "))
+	}
+	return revs, nil
+}
+
+func profileNames(cfg inject.Config) string {
+	return strings.Join(slices.Sorted(maps.Keys(cfg.Profiles)), ", ")
+}

@@ -1,0 +1,80 @@
+package offline
+
+import (
+	"cmp"
+	"errors"
+	"io"
+
+	"github.com/graftdev/graft/internal/manifest"
+)
+
+// Options are what graft inject and graft explain are told.
+type Options struct {
+	// Inputs are the files, directories and "-" (stdin) to read, in order.
+	Inputs []string
+	// Recursive reads the directories' subdirectories too.
+	Recursive bool
+	// Profile and Revision are assumed for namespaces whose labels are
+	// unknown, as if labelled so ("": the configuration's defaults).
+	Profile, Revision string
+	// Config and TemplatesDir are the configuration file and the template
+	// overlay, as given to graft serve.
+	Config, TemplatesDir string
+	// Namespace is for objects that name none ("": default).
+	Namespace string
+	// NamespaceLabels are the labels of the namespaces that have no
+	// Namespace object in the input; nil when not given.
+	NamespaceLabels map[string]string
+	// Quiet says nothing on stderr but warnings and errors.
+	Quiet bool
+}
+
+// Run is the input of one graft inject or explain: its manifests, read,
+// and the engine and namespace selection their Pods go through.
+type Run struct {
+	admitter *admitter
+	files    []*manifest.File
+	docs     []*manifest.Document
+	report   *reporter
+}
+
+// Open does what inject and explain both do first: build the engine,
+// read the input documents, and learn the namespaces' labels. What it
+// has to say goes to stderr.
+func Open(o Options, stdin io.Reader, stderr io.Writer) (*Run, error) {
+	sel := &selector{flagLabels: o.NamespaceLabels}
+	engine, err := NewEngine(o.Config, o.TemplatesDir, o.Profile, o.Revision)
+	if err != nil {
+		return nil, err
+	}
+	files, err := manifest.ReadInputs(o.Inputs, o.Recursive, stdin)
+	if err != nil {
+		return nil, err
+	}
+	docs := manifest.AllDocuments(files)
+	if !manifest.HasObjects(docs) {
+		return nil, errors.New("no objects in the input")
+	}
+	sel.defaultProfile, sel.profiles = engine.DefaultProfile(), engine.Profiles()
+	sel.assumed = cmp.Or(o.Profile, sel.defaultProfile)
+	sel.revision = o.Revision
+	sel.declareNamespaces(docs)
+	return &Run{
+		admitter: &admitter{engine: engine, sel: sel, namespace: o.Namespace},
+		files:    files,
+		docs:     docs,
+		report:   newReporter(stderr, o.Quiet, docs),
+	}, nil
+}
+
+// Files are the input files, with what Inject changed in them.
+func (r *Run) Files() []*manifest.File { return r.files }
+
+// Inject injects into every Pod of the input, in place, as the webhook
+// would, reporting each object and every warning; jsonOut says the
+// output will be JSON, so the documents' text need not be kept. It
+// returns every document's errors.
+func (r *Run) Inject(jsonOut bool) error {
+	r.admitter.jsonOut = jsonOut
+	return injectDocuments(r.admitter, r.docs, r.report)
+}
