@@ -13,6 +13,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // ReportVersion is the apiVersion of `graft audit -o json`; a change that
@@ -27,6 +29,8 @@ type jsonReport struct {
 	Summary    jsonSummary    `json:"summary"`
 	Pods       []jsonPod      `json:"pods"`
 	Workloads  []jsonWorkload `json:"workloads"`
+	// Namespaces whose graft labels select no webhook.
+	Namespaces []NamespaceResult `json:"namespaces"`
 }
 
 type jsonSummary struct {
@@ -63,7 +67,8 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	ws := r.Workloads()
 	out := jsonReport{APIVersion: ReportVersion, Kind: "AuditReport", Time: r.Time.UTC().Format(time.RFC3339),
 		Summary: jsonSummary{Pods: len(r.Pods), Workloads: len(ws), Classes: r.Count()},
-		Pods:    make([]jsonPod, 0, len(r.Pods)), Workloads: make([]jsonWorkload, 0, len(ws))}
+		Pods:    make([]jsonPod, 0, len(r.Pods)), Workloads: make([]jsonWorkload, 0, len(ws)),
+		Namespaces: append([]NamespaceResult{}, r.Namespaces...)}
 	for _, p := range r.Pods {
 		out.Pods = append(out.Pods, jsonPod{Namespace: p.Namespace, Name: p.Name, Workload: p.Workload, Class: p.Class,
 			Cause: p.Cause, Profile: p.Profile, Revision: p.Revision, TargetRevision: p.Target, Detail: p.Detail, Templates: p.Templates})
@@ -78,8 +83,28 @@ func (r *Report) WriteJSON(w io.Writer) error {
 }
 
 // WriteTable writes r as kubectl prints tables: one line per Pod, or per
-// workload.
+// workload, then the namespaces whose labels select no webhook.
 func (r *Report) WriteTable(w io.Writer, workloads bool) error {
+	if err := r.writePodTable(w, workloads); err != nil {
+		return err
+	}
+	if len(r.Namespaces) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nNamespaces whose labels select no webhook of graft:")
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "NAMESPACE\tLABELS\tREASON\tDETAIL")
+	for _, n := range r.Namespaces {
+		labels := names.Inject + "=" + n.Inject
+		if n.Revision != "" {
+			labels += "," + names.Revision + "=" + n.Revision
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n.Name, labels, n.Reason, n.Detail)
+	}
+	return tw.Flush()
+}
+
+func (r *Report) writePodTable(w io.Writer, workloads bool) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 	if workloads {
 		fmt.Fprintln(tw, "NAMESPACE\tWORKLOAD\tPODS\tCLASS\tREVISION\tDETAIL")
@@ -168,7 +193,18 @@ func (r *Report) WritePrometheus(w io.Writer) error {
 	last.Metric = append(last.Metric, gauge(float64(r.Time.UnixNano())/1e9))
 	dur := family("graft_audit_last_run_duration_seconds", "How long the audit run took.")
 	dur.Metric = append(dur.Metric, gauge(r.Duration.Seconds()))
-	for _, f := range []*dto.MetricFamily{podFam, wlFam, last, dur} {
+	fams := []*dto.MetricFamily{podFam, wlFam, last, dur}
+	if len(r.Namespaces) > 0 {
+		nsFam := family("graft_audit_unselected_namespaces", "Namespaces whose graft labels select no webhook (1 each), by reason.")
+		for _, n := range r.Namespaces {
+			nsFam.Metric = append(nsFam.Metric, gauge(1, "namespace", n.Name, "reason", n.Reason))
+		}
+		fams = append(fams, nsFam)
+	}
+	for _, f := range fams {
+		if len(f.Metric) == 0 {
+			continue // no Pods (a namespace all of whose creates fail): the format has no empty family
+		}
 		if _, err := expfmt.MetricFamilyToText(w, f); err != nil {
 			return fmt.Errorf("prometheus output: %w", err)
 		}

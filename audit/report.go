@@ -29,6 +29,8 @@ type Report struct {
 	Duration time.Duration
 	// Pods are in the order the API server listed them (namespace, name).
 	Pods []PodResult
+	// Namespaces are those whose graft labels select no webhook, by name.
+	Namespaces []NamespaceResult
 }
 
 // WorkloadResult aggregates the Pods of one workload.

@@ -271,3 +271,38 @@ func TestGuaranteeNamesAnUnknownRevision(t *testing.T) {
 		t.Errorf("graft was called %g times", calls)
 	}
 }
+
+// Issue 21: graft audit reports namespaces whose labels select no
+// webhook, with the reason, though they have no Pods (every create in
+// them fails under the guarantee).
+func TestAuditReportsNamespacesSelectingNoWebhook(t *testing.T) {
+	typo := newNamespace(t, "e2e-audit-rev-typo", map[string]string{names.Inject: meshProfile, names.Revision: "defualt"})
+	unknown := newNamespace(t, "e2e-audit-profile-typo", map[string]string{names.Inject: "mesh-prxy"})
+	kubeconfig := writeKubeconfig(t)
+	out, _ := runAudit(t, kubeconfig, "-o", "json")
+	var rep struct {
+		Namespaces []struct {
+			Name, Inject, Revision, Reason, Detail string
+		} `json:"namespaces"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	got := map[string]string{}
+	for _, n := range rep.Namespaces {
+		got[n.Name] = n.Reason + ": " + n.Detail
+	}
+	for ns, want := range map[string]string{
+		typo:    "revision-unknown: graft.dev/rev=defualt is neither a revision nor a tag graft serves (revisions: default; tags: none)",
+		unknown: "profile-unknown: graft.dev/inject=mesh-prxy names no profile",
+	} {
+		if !strings.HasPrefix(got[ns], want) {
+			t.Errorf("namespace %s: %q, want it to start %q", ns, got[ns], want)
+		}
+	}
+	table, _ := runAudit(t, kubeconfig, "-n", typo)
+	t.Logf("graft audit -n %s:\n%s", typo, table)
+	if !strings.Contains(string(table), "revision-unknown") {
+		t.Errorf("the table does not report %s", typo)
+	}
+}

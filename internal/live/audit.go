@@ -3,6 +3,8 @@ package live
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +40,11 @@ func (cl *Cluster) Audit(ctx context.Context, a *audit.Auditor, namespace string
 		})
 		if err != nil {
 			return nil, fmt.Errorf("listing namespaces: %w", err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(nss)) {
+		if r, ok := a.CheckNamespace(nss[name]); ok {
+			rep.Namespaces = append(rep.Namespaces, r)
 		}
 	}
 	own, err := loadOwners(ctx, c, namespace, chunk)
