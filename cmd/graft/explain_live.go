@@ -127,7 +127,7 @@ func explainPod(engine offlineEngine, a *audit.Auditor, ns audit.Namespace, pod 
 	if err != nil {
 		return nil, err
 	}
-	ex, err := engine.Explain(audit.Review(ap), inject.Options{Profile: sel.Profile, Revision: sel.Revision})
+	ex, err := engine.Explain(audit.Review(ap), inject.Options{Profile: sel.Profile, Revision: sel.Revision, PodSecurity: sel.PodSecurity})
 	if err != nil {
 		return nil, err
 	}
