@@ -95,9 +95,13 @@ func TestChartFollowsValues(t *testing.T) {
 	wantPath := map[string]string{
 		"mesh.inject.graft.dev": "/inject", "mesh.default.rev.inject.graft.dev": "/inject/mesh/default",
 		"node-agent.inject.graft.dev": "/inject/node-agent", "node-agent.default.rev.inject.graft.dev": "/inject/node-agent/default",
+		// node-agent allows Pod Security baseline: restricted namespaces
+		// have webhooks of their own, whose route names the level.
+		"node-agent.psa-restricted.inject.graft.dev":             "/inject/node-agent.restricted",
+		"node-agent.default.rev.psa-restricted.inject.graft.dev": "/inject/node-agent.restricted/default",
 	}
 	if len(mwc.Webhooks) != len(wantPath) {
-		t.Fatalf("%d webhooks, want one per profile and revision: %v", len(mwc.Webhooks), wantPath)
+		t.Fatalf("%d webhooks, want one per profile, revision and split level: %v", len(mwc.Webhooks), wantPath)
 	}
 	for _, w := range mwc.Webhooks {
 		if got := deref(w.ClientConfig.Service.Path); got != wantPath[w.Name] || w.ClientConfig.Service.Name != fullname {

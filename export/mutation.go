@@ -44,7 +44,7 @@ func (p *profile) paramVarList() []celVar {
 	used := p.usedParams()
 	for _, tn := range p.order {
 		for _, prm := range used[tn] {
-			raw := rawValue(tn, prm, p.defaults[tn][prm.Name])
+			raw := p.rawValue(tn, prm)
 			name := celIdent("p", tn, prm.Name)
 			out = append(out, celVar{name, textExpr(prm, raw)})
 			if prm.Type == "list" {

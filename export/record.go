@@ -88,7 +88,7 @@ func (p *profile) digestVars() []celVar {
 				continue
 			}
 			key := annotationKey(tn, prm.Name)
-			raw := rawValue(tn, &tmpl.Params[i], base[prm.Name])
+			raw := p.rawValue(tn, &tmpl.Params[i])
 			unhashable = append(unhashable, "("+celString(tn)+" in variables.templates && "+raw+" != "+celString(base[prm.Name])+
 				" ? ["+celString(key)+"] : [])")
 		}
@@ -98,7 +98,7 @@ func (p *profile) digestVars() []celVar {
 		var keyParts []string
 		for _, i := range finite {
 			prm := &tmpl.Params[i]
-			keyParts = append(keyParts, "string("+rawValue(tn, prm, base[prm.Name])+")")
+			keyParts = append(keyParts, "string("+p.rawValue(tn, prm)+")")
 		}
 		var walk func(k int, vals map[string]string, key []string)
 		walk = func(k int, vals map[string]string, key []string) {

@@ -31,7 +31,7 @@ func (p *profile) problemVars() []celVar {
 		for i := range tmpl.Params {
 			prm := &tmpl.Params[i]
 			chain.WriteString("k == " + celString(annotationKey(tn, prm.Name)) + " ? " +
-				ruleExpr(prm, "variables.annotations[k]") + " :\n  ")
+				p.rule(tn, prm, "variables.annotations[k]") + " :\n  ")
 		}
 	}
 	chain.WriteString(`"?"`) // a parameter the template does not have

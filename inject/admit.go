@@ -76,6 +76,9 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 		return w.end(), res, nil
 	}
 	pl := ent.plan
+	if msg := pl.nsDenial(o.PodSecurity); msg != "" {
+		return e.deny(dst, rv, ReasonPodSecurity, msg, &res, ex), res, nil
+	}
 	if e.late(o.Deadline) {
 		return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil
 	}
@@ -169,7 +172,12 @@ func (e *Engine) answer(dst []byte, rv *review, ent *planEntry, patch []byte, op
 // it is, and clients retry a 409 Conflict (client-go's RetryOnConflict),
 // which here would only repeat the denial.
 func (e *Engine) denyConflict(dst []byte, rv *review, msg string, res *Result, ex *Explanation) []byte {
-	res.Decision, res.Reason = DecisionDeny, ReasonConflict
+	return e.deny(dst, rv, ReasonConflict, msg, res, ex)
+}
+
+// deny refuses a Pod for reason with msg, as a 400 Bad Request.
+func (e *Engine) deny(dst []byte, rv *review, reason Reason, msg string, res *Result, ex *Explanation) []byte {
+	res.Decision, res.Reason = DecisionDeny, reason
 	if ex != nil {
 		ex.Message = strings.Clone(msg) // msg may view the scratch
 	}

@@ -89,6 +89,9 @@ type Profile struct {
 	// profile whose own values render another image is refused at start;
 	// a Pod whose annotations do is answered per onInvalidParams.
 	AllowedImages []string `json:"allowedImages,omitempty"`
+	// PodSecurity bounds the Pod Security level what the profile injects
+	// may need (docs/pod-security.md).
+	PodSecurity PodSecurity `json:"podSecurity,omitzero"`
 }
 
 // Config is the engine's configuration.
@@ -159,6 +162,9 @@ func (p *Profile) defaults() error {
 	}
 	if p.OnConflict == "" {
 		p.OnConflict = ConflictDeny
+	}
+	if err := p.PodSecurity.defaults(); err != nil {
+		return err
 	}
 	switch p.OnInvalidParams {
 	case InvalidDeny, InvalidUseDefault:

@@ -133,12 +133,11 @@ func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, erro
 			warnings = append(warnings, perr.Error()+"; using the default")
 			continue
 		}
-		if ps.locked(t.Name, prm.Name) && val != ps.baseValue(t.Name, prm) {
-			problem := lockedProblem(a.key, val, t, prm.Name, ps.name)
+		if problem, reason := ps.guardParam(t, prm, a.key, val); problem != "" {
 			if ps.cfg.OnInvalidParams == InvalidDeny {
-				return &planEntry{denyMsg: problem, reason: ReasonInvalidParams, names: tmplNames}, nil
+				return &planEntry{denyMsg: problem, reason: reason, names: tmplNames}, nil
 			}
-			warnings = append(warnings, problem+"; ignored")
+			warnings = append(warnings, problem+"; using the default")
 			continue
 		}
 		if overrides[t.Name] == nil {
@@ -221,13 +220,13 @@ func (e *Engine) buildForPod(ps *profileState, chosen []*templates.Template, ove
 			}
 			problem := fmt.Sprintf("annotation %s=%q: %s", names.Templates, selection, err.Error())
 			if deny {
-				return &planEntry{denyMsg: problem, reason: ReasonTemplateSelection, names: templateNames(chosen)}, nil, nil
+				return &planEntry{denyMsg: problem, reason: denyReason(err, ReasonTemplateSelection), names: templateNames(chosen)}, nil, nil
 			}
 			def := *ps.def
 			return &def, append(warnings, problem+"; using the profile's templates"), nil
 		}
 		if deny {
-			return &planEntry{denyMsg: blamed + ": " + err.Error(), reason: ReasonInvalidParams, names: templateNames(chosen)}, nil, nil
+			return &planEntry{denyMsg: blamed + ": " + err.Error(), reason: denyReason(err, ReasonInvalidParams), names: templateNames(chosen)}, nil, nil
 		}
 		warnings = append(warnings, blamed+" ignored: "+err.Error())
 		for _, t := range bad {
@@ -249,7 +248,20 @@ func invalidRender(err error) []string {
 	if ie, ok := errors.AsType[*imageError](err); ok {
 		return []string{ie.template}
 	}
+	if le, ok := errors.AsType[*levelError](err); ok {
+		return []string{le.need.template}
+	}
 	return nil
+}
+
+// denyReason is the reason to deny a Pod whose values render err: a Pod
+// Security level the profile does not allow has its own, so that
+// operators see it apart from mistyped values.
+func denyReason(err error, otherwise Reason) Reason {
+	if _, ok := errors.AsType[*levelError](err); ok {
+		return ReasonPodSecurity
+	}
+	return otherwise
 }
 
 // blame names the overrides of the templates called tmplNames that change a
@@ -315,6 +327,9 @@ func (e *Engine) buildEntry(ps *profileState, tmpls []*templates.Template, overr
 	pl, err := buildPlan(e.impl.nextPlanID.Add(1), e.cfg.Revision, tmpls, params)
 	if err == nil {
 		err = checkImages(pl, ps.cfg.AllowedImages)
+	}
+	if err == nil {
+		err = checkLevel(pl, ps)
 	}
 	if err != nil {
 		var perr *templates.ParamError

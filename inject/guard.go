@@ -64,15 +64,42 @@ func (p *Profile) checkLocks(ts []*templates.Template) error {
 	return nil
 }
 
-// locked reports whether the profile locks parameter param of template tmpl.
-func (ps *profileState) locked(tmpl, param string) bool {
-	return slices.Contains(ps.cfg.LockedParams, tmpl+"."+param) || slices.Contains(ps.cfg.LockedParams, anyTemplate+"."+param)
+// Locks reports whether the profile locks parameter param of template tmpl.
+func (p *Profile) Locks(tmpl, param string) bool {
+	return slices.Contains(p.LockedParams, tmpl+"."+param) || slices.Contains(p.LockedParams, anyTemplate+"."+param)
 }
 
-// lockedProblem is the message for an annotation that sets a locked
-// parameter to another value than the profile's.
-func lockedProblem(key, val string, t *templates.Template, param, profile string) string {
-	return fmt.Sprintf("annotation %s=%q: parameter %s of template %s is locked by profile %q", key, val, param, t.Name, profile)
+// locked reports whether the profile locks parameter param of template tmpl.
+func (ps *profileState) locked(tmpl, param string) bool { return ps.cfg.Locks(tmpl, param) }
+
+// guardParam checks a valid value val that the annotation key sets for
+// parameter prm of t against the profile's guards: a locked parameter
+// keeps the profile's value, and a value may not need a Pod Security level
+// above the profile's maxLevel. It returns the problem and its reason, or
+// "" when there is none. (graft export's policies give the same messages:
+// export/params.go.)
+func (ps *profileState) guardParam(t *templates.Template, prm *templates.Param, key, val string) (string, Reason) {
+	if ps.locked(t.Name, prm.Name) && val != ps.baseValue(t.Name, prm) {
+		return fmt.Sprintf("annotation %s=%q: %s", key, val, LockedRule(t.Name, prm.Name, ps.name)), ReasonInvalidParams
+	}
+	if l, ok := prm.PodSecurity[val]; ok && !ps.cfg.PodSecurity.MaxLevel.Allows(l) {
+		return fmt.Sprintf("annotation %s=%q: %s", key, val, LevelRule(t.Name, prm.Name, val, l, ps.cfg.PodSecurity.MaxLevel, ps.name)), ReasonPodSecurity
+	}
+	return "", ReasonNone
+}
+
+// LockedRule is the rule an annotation breaks by setting parameter param
+// of template tmpl, which profile locks, to another value.
+func LockedRule(tmpl, param, profile string) string {
+	return fmt.Sprintf("parameter %s of template %s is locked by profile %q", param, tmpl, profile)
+}
+
+// LevelRule is the rule an annotation breaks by setting parameter param
+// of template tmpl to val, which needs Pod Security level need, above
+// max, the most profile allows.
+func LevelRule(tmpl, param, val string, need, max templates.Level, profile string) string {
+	return fmt.Sprintf("template %s with %s=%q needs Pod Security level %s, and profile %q allows up to %s (podSecurity.maxLevel)",
+		tmpl, param, val, need, profile, max)
 }
 
 // imageError is a rendered container whose image no prefix of the

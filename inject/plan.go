@@ -43,6 +43,11 @@ type plan struct {
 	status element
 	// audit is the auditAnnotations object, raw JSON.
 	audit []byte
+	// level is the Pod Security level the plan needs, and nsDeny, by the
+	// rank of a namespace's level, the message refusing a Pod in a
+	// namespace that enforces less ("" where it suffices).
+	level  levelNeed
+	nsDeny [2]string
 	// byRef indexes every element by its ref.
 	byRef []*element
 }
@@ -205,6 +210,8 @@ func buildPlan(id uint32, revision string, tmpls []*templates.Template, params m
 		return nil, fmt.Errorf("audit annotations: %w", err)
 	}
 	pl.audit = audit
+	pl.level = planLevel(tmpls, params)
+	namespaceDenials(pl)
 	pl.byRef = pl.elements()
 	for i, e := range pl.byRef {
 		e.ref, e.form = i, formOf(e.name)

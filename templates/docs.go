@@ -45,6 +45,7 @@ func writeTemplateDoc(b *bytes.Buffer, t *Template) error {
 	for _, line := range injects(t, f) {
 		fmt.Fprintf(b, "- %s\n", line)
 	}
+	fmt.Fprintf(b, "\n%s\n", podSecurityDoc(t))
 	if len(t.Params) == 0 {
 		b.WriteString("\nIt has no parameters.\n")
 		return nil
@@ -60,6 +61,29 @@ func writeTemplateDoc(b *bytes.Buffer, t *Template) error {
 			code(t.AnnotationKey(p.Name)), p.Type, def, rule(p), cell(p.Description))
 	}
 	return nil
+}
+
+// podSecurityDoc says which Pod Security level the template needs, and
+// which parameter values need more.
+func podSecurityDoc(t *Template) string {
+	line := fmt.Sprintf("Pod Security: needs %s with its defaults", code(string(t.PodSecurity)))
+	var more []string
+	for i := range t.Params {
+		p := &t.Params[i]
+		values := p.Values
+		if p.Type == TypeBool {
+			values = []string{"false", "true"}
+		}
+		for _, v := range values {
+			if l, ok := p.PodSecurity[v]; ok {
+				more = append(more, fmt.Sprintf("%s=%s needs %s", p.Name, code(v), code(string(l))))
+			}
+		}
+	}
+	if len(more) > 0 {
+		line += "; " + strings.Join(more, ", ")
+	}
+	return line + " (a profile allows more with `podSecurity.maxLevel`)."
 }
 
 // injects describes a rendered fragment in a few lines.

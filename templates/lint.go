@@ -186,6 +186,10 @@ func lintTemplate(t *Template, cases []lintCase) (out []string, defaults *Fragme
 			found = rerr.Problems
 		case err != nil:
 			found = []string{err.Error()}
+		default:
+			if msg := t.lintLevel(f, c.overrides); msg != "" {
+				found = []string{msg}
+			}
 		}
 		for _, msg := range found {
 			if !seen[msg] {

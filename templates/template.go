@@ -22,6 +22,13 @@ type Template struct {
 	Description string `json:"description"`
 	// Placement says where the fragment's initContainers go; default first.
 	Placement Placement `json:"placement,omitempty"`
+	// PodSecurity is the Pod Security level (restricted, baseline or
+	// privileged) the fragment needs with every parameter at a value its
+	// podSecurity does not name; default restricted. `graft templates
+	// lint` checks it with the API server's own Pod Security checks, and
+	// the engine injects the template only where the profile and the
+	// namespace allow it.
+	PodSecurity Level `json:"podSecurity,omitempty"`
 	// Params are the parameters the fragment reads as .<name>, each settable
 	// per Pod with the annotation graft.dev/<template>.<name>. Names are
 	// unique within the template.
@@ -77,6 +84,9 @@ func (t *Template) init() error {
 		if err := p.init(); err != nil {
 			return fmt.Errorf("template %s: %w", t.Name, err)
 		}
+	}
+	if err := t.checkLevels(); err != nil {
+		return err
 	}
 	tmpl, err := template.New(t.Name).Option("missingkey=error").Funcs(funcs).Parse(t.Fragment)
 	if err != nil {

@@ -63,6 +63,9 @@ const (
 	NamespaceNameLabel = "kubernetes.io/metadata.name"
 	// OSLabel is the node label a Pod selects an operating system by.
 	OSLabel = "kubernetes.io/os"
+	// PodSecurityEnforce is the namespace label whose value is the Pod
+	// Security level Pod Security admission enforces there.
+	PodSecurityEnforce = "pod-security.kubernetes.io/enforce"
 )
 
 // Kind says what a name is put on and how.

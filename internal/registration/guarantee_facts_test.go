@@ -104,12 +104,14 @@ func TestGuaranteeRefusesAmbiguousRecords(t *testing.T) {
 	}
 	own := mustTemplate(t, `name: clash
 description: test
+podSecurity: baseline
 fragment: |
   containers:
     - name: graft-agent-run
       image: registry.example/c:1
 `)
-	cfg := inject.Config{Profiles: map[string]inject.Profile{"p": {Templates: []string{"agent", "clash"}}}, DefaultProfile: "p"}
+	cfg := inject.Config{Profiles: map[string]inject.Profile{"p": {Templates: []string{"agent", "clash"},
+		PodSecurity: inject.PodSecurity{MaxLevel: templates.LevelBaseline}}}, DefaultProfile: "p"}
 	rc := inject.RevisionsConfig{Revisions: []inject.RevisionConfig{{Config: cfg, Templates: set.With(templatesOf(t, own))}}}
 	_, err = Guarantees(rc, Options{})
 	if err == nil || !strings.Contains(err.Error(), "container graft-agent-run of template clash shares its name") {

@@ -27,6 +27,7 @@ profiles:
     templates: [mesh-proxy]
     allowedTemplates: [mesh-proxy, otel-agent]
     lockedParams: ["*.image"]
+    podSecurity: {maxLevel: privileged}
   agent: {templates: [agent]}
   keep: {templates: [agent], onConflict: keep}
   pinned:
