@@ -70,14 +70,25 @@ const (
 )
 
 // exemptExpr holds for Pods graft leaves alone without writing a record:
-// mirror Pods, Pods whose graft.dev/templates selects no template, and
-// hostNetwork Pods where hostNetworkSkipped holds.
+// mirror Pods, Pods whose graft.dev/templates selects no template,
+// hostNetwork Pods where hostNetworkSkipped holds, and Pods for another
+// operating system than the templates' (Linux): by spec.os.name, a
+// kubernetes.io/os node selector, or a required node affinity every term
+// of which leaves Linux out.
 func exemptExpr(annotations, hostNetworkSkipped string) string {
 	return celMirrorKey + " in " + annotations + " ||\n" +
 		"(" + celTemplatesKey + " in " + annotations + " && " +
 		annotations + "[" + celTemplatesKey + `].replace(",", "").trim() == "") ||` + "\n" +
-		"(object.spec.?hostNetwork.orValue(false) && " + hostNetworkSkipped + ")"
+		"(object.spec.?hostNetwork.orValue(false) && " + hostNetworkSkipped + ") ||\n" +
+		celOtherOS
 }
+
+// celOtherOS holds for a Pod that cannot run on Linux nodes.
+const celOtherOS = `object.spec.?os.name.orValue("linux") != "linux" ||` + "\n" +
+	`object.spec.?nodeSelector[?"` + names.OSLabel + `"].orValue("linux") != "linux" ||` + "\n" +
+	`[object.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.?nodeSelectorTerms.orValue([])].all(terms,` + "\n" +
+	`  size(terms) > 0 && terms.all(t, t.?matchExpressions.orValue([]).exists(e, e.key == "` + names.OSLabel + `" &&` + "\n" +
+	`    (e.operator == "In" && !("linux" in e.?values.orValue([])) || e.operator == "NotIn" && "linux" in e.?values.orValue([])))))`
 
 // sidecarOKExpr holds when container c, whose kind is kind (a CEL string
 // expression), is a sidecar of the profile as graft injects it.

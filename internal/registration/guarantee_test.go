@@ -303,6 +303,38 @@ func TestGuaranteeFollowsProfiles(t *testing.T) {
 			t.Errorf("%s rev %q: denied %q, want admitted %v", c.profile, c.rev, v.Denied, c.admitted)
 		}
 	}
+	// Pods for another operating system than the templates' are left
+	// alone: by spec.os, node selector, or an affinity leaving Linux out.
+	osPod := func(edit func(*corev1.PodSpec)) *corev1.Pod {
+		p := appPod()
+		edit(&p.Spec)
+		return p
+	}
+	affinity := func(op corev1.NodeSelectorOperator, values ...string) func(*corev1.PodSpec) {
+		return func(s *corev1.PodSpec) {
+			s.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/os", Operator: op, Values: values}}}}}}}
+		}
+	}
+	for what, c := range map[string]struct {
+		pod    *corev1.Pod
+		exempt bool
+	}{
+		"spec.os windows":         {osPod(func(s *corev1.PodSpec) { s.OS = &corev1.PodOS{Name: corev1.Windows} }), true},
+		"spec.os linux":           {osPod(func(s *corev1.PodSpec) { s.OS = &corev1.PodOS{Name: corev1.Linux} }), false},
+		"node selector windows":   {osPod(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"kubernetes.io/os": "windows"} }), true},
+		"node selector linux":     {osPod(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"kubernetes.io/os": "linux"} }), false},
+		"affinity In windows":     {osPod(affinity(corev1.NodeSelectorOpIn, "windows")), true},
+		"affinity NotIn linux":    {osPod(affinity(corev1.NodeSelectorOpNotIn, "linux")), true},
+		"affinity In linux":       {osPod(affinity(corev1.NodeSelectorOpIn, "linux", "windows")), false},
+		"affinity on another key": {osPod(func(s *corev1.PodSpec) { affinity(corev1.NodeSelectorOpIn, "windows")(s); s.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Key = "zone" }), false},
+	} {
+		v := r.check(t, c.pod, "agent", "")
+		if (v.Denied == "") != c.exempt {
+			t.Errorf("%s, not injected: denied %q, want exempt %v", what, v.Denied, c.exempt)
+		}
+	}
+
 	own := appPod()
 	own.Spec.InitContainers = []corev1.Container{{Name: "graft-agent", Image: "mine:1"}}
 	kept := r.admit(t, own, "keep", "")
