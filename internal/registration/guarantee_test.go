@@ -320,14 +320,17 @@ func TestGuaranteeFollowsProfiles(t *testing.T) {
 		pod    *corev1.Pod
 		exempt bool
 	}{
-		"spec.os windows":         {osPod(func(s *corev1.PodSpec) { s.OS = &corev1.PodOS{Name: corev1.Windows} }), true},
-		"spec.os linux":           {osPod(func(s *corev1.PodSpec) { s.OS = &corev1.PodOS{Name: corev1.Linux} }), false},
-		"node selector windows":   {osPod(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"kubernetes.io/os": "windows"} }), true},
-		"node selector linux":     {osPod(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"kubernetes.io/os": "linux"} }), false},
-		"affinity In windows":     {osPod(affinity(corev1.NodeSelectorOpIn, "windows")), true},
-		"affinity NotIn linux":    {osPod(affinity(corev1.NodeSelectorOpNotIn, "linux")), true},
-		"affinity In linux":       {osPod(affinity(corev1.NodeSelectorOpIn, "linux", "windows")), false},
-		"affinity on another key": {osPod(func(s *corev1.PodSpec) { affinity(corev1.NodeSelectorOpIn, "windows")(s); s.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Key = "zone" }), false},
+		"spec.os windows":       {osPod(func(s *corev1.PodSpec) { s.OS = &corev1.PodOS{Name: corev1.Windows} }), true},
+		"spec.os linux":         {osPod(func(s *corev1.PodSpec) { s.OS = &corev1.PodOS{Name: corev1.Linux} }), false},
+		"node selector windows": {osPod(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"kubernetes.io/os": "windows"} }), true},
+		"node selector linux":   {osPod(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"kubernetes.io/os": "linux"} }), false},
+		"affinity In windows":   {osPod(affinity(corev1.NodeSelectorOpIn, "windows")), true},
+		"affinity NotIn linux":  {osPod(affinity(corev1.NodeSelectorOpNotIn, "linux")), true},
+		"affinity In linux":     {osPod(affinity(corev1.NodeSelectorOpIn, "linux", "windows")), false},
+		"affinity on another key": {osPod(func(s *corev1.PodSpec) {
+			affinity(corev1.NodeSelectorOpIn, "windows")(s)
+			s.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Key = "zone"
+		}), false},
 	} {
 		v := r.check(t, c.pod, "agent", "")
 		if (v.Denied == "") != c.exempt {
