@@ -51,7 +51,7 @@ func Traits() []string {
 		"restricted-pod-level",        // restricted: seccomp and runAsNonRoot at Pod level
 		"restricted-container-level",  // restricted: every field per container, none at Pod level
 		"baseline",                    // root, default capabilities, NET_BIND_SERVICE
-		"privileged",                  // a privileged container with NET_ADMIN
+		"privileged",                  // root with NET_ADMIN and NET_RAW: privileged level only
 		"uid-1337",                    // the mesh proxy's uid for the app
 		"init-container",              // a user init container
 		"native-sidecar",              // a user native sidecar
@@ -66,20 +66,21 @@ func Traits() []string {
 		"automount-on",                // automountServiceAccountToken: true
 		"large",                       // many containers, env vars, volumes and long args
 		"restricted-large-resources",  // restricted, pod-level resources, sidecar and init container
-		"windows-pod-resources",       // Windows with pod-level resources
+		"windows-container-resources", // Windows with container resources (pod-level ones are Linux-only)
 		"restricted-uid-1337-sidecar", // restricted, runAsUser 1337, a native sidecar of its own
 	}
 }
 
 // LimitRange is the LimitRange of the corpus's LimitRange namespaces:
 // defaults for containers that set no resources, no minimum or maximum,
-// so it never refuses a corpus Pod by itself.
+// limits above any request the corpus sets, so it never makes a corpus
+// Pod invalid by itself.
 func LimitRange() *corev1.LimitRange {
 	return &corev1.LimitRange{
 		ObjectMeta: metav1.ObjectMeta{Name: "defaults"},
 		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
 			Type:           corev1.LimitTypeContainer,
-			Default:        corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+			Default:        corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
 			DefaultRequest: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
 		}}},
 	}
@@ -202,9 +203,11 @@ func (g *gen) pod() Pod {
 	case g.is("pod-resources-requests"):
 		g.resources(p, g.chance(0.7), g.chance(0.3))
 		g.podResources(p, false, false)
-	case g.is("pod-resources-limits", "windows-pod-resources"):
+	case g.is("pod-resources-limits"):
 		g.resources(p, g.chance(0.7), g.chance(0.5))
 		g.podResources(p, true, true)
+	case g.is("windows-container-resources"):
+		g.resources(p, true, g.chance(0.5))
 	case g.is("pod-resources-no-container"):
 		g.podResources(p, g.chance(0.5), g.chance(0.5))
 	case g.is("limitrange"):
@@ -213,7 +216,7 @@ func (g *gen) pod() Pod {
 		if g.chance(0.4) {
 			g.resources(p, true, g.chance(0.5))
 		}
-		if g.chance(0.1) {
+		if g.chance(0.1) && !g.is("windows-os", "windows-node-selector", "windows-affinity") {
 			g.podResources(p, g.chance(0.5), g.chance(0.5))
 		}
 	}
@@ -233,7 +236,7 @@ func (g *gen) pod() Pod {
 
 	// Operating system.
 	switch g.trait {
-	case "windows-os", "windows-pod-resources":
+	case "windows-os", "windows-container-resources":
 		p.Spec.OS = &corev1.PodOS{Name: corev1.Windows}
 	case "windows-node-selector":
 		p.Spec.NodeSelector = map[string]string{"kubernetes.io/os": "windows"}
@@ -503,8 +506,11 @@ func (g *gen) secure(p *corev1.Pod, sec security) {
 			}
 		})
 	case secPrivileged:
+		// Not privileged: true, which kube-apiserver refuses unless run
+		// with --allow-privileged; capabilities beyond baseline's.
+		root := int64(0)
 		c := &p.Spec.Containers[0]
-		c.SecurityContext = &corev1.SecurityContext{Privileged: &yes, Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}}}
+		c.SecurityContext = &corev1.SecurityContext{RunAsUser: &root, Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}}}
 	case secWindows:
 		if g.chance(0.5) {
 			user := "ContainerUser"
