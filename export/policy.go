@@ -100,7 +100,11 @@ func (p *profile) validationVars() ([]celVar, error) {
 	}
 	vars := append(p.selectionVars(), p.problemVars()...)
 	vars = append(vars, scope...)
-	return append(vars, guaranteeVars()...), nil
+	guarantee, err := p.guaranteeVars()
+	if err != nil {
+		return nil, err
+	}
+	return append(vars, guarantee...), nil
 }
 
 func (p *profile) meta(name string) metav1.ObjectMeta {
