@@ -48,6 +48,8 @@ type plan struct {
 	// namespace that enforces less ("" where it suffices).
 	level  levelNeed
 	nsDeny [2]string
+	// os is the operating systems every template supports.
+	os osSet
 	// byRef indexes every element by its ref.
 	byRef []*element
 }
@@ -211,6 +213,7 @@ func buildPlan(id uint32, revision string, tmpls []*templates.Template, params m
 	}
 	pl.audit = audit
 	pl.level = planLevel(tmpls, params)
+	pl.os = planOS(tmpls)
 	namespaceDenials(pl)
 	pl.byRef = pl.elements()
 	for i, e := range pl.byRef {

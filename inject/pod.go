@@ -26,6 +26,8 @@ type pod struct {
 	hostNetwork        bool
 	// automountOff: spec.automountServiceAccountToken is false.
 	automountOff bool
+	// os is what the spec says of the operating system (os.go).
+	os podOS
 
 	annotations, labels presence
 	annotationKeys      []kv // every annotation: graft's own are looked up here
@@ -80,6 +82,7 @@ func (p *pod) reset() {
 		envNames:       p.envNames[:0],
 		mounts:         p.mounts[:0],
 	}
+	p.os.reset()
 }
 
 func (p *pod) annotation(key string) (string, bool) { return lookup(p.annotationKeys, key) }
@@ -280,6 +283,12 @@ func parseSpec(sc *scanner, p *pod) error {
 				return nil
 			}
 			return parseNamed(sc, &p.volumes)
+		case "os":
+			return parseOSName(sc, &p.os)
+		case "nodeSelector":
+			return parseNodeSelector(sc, &p.os)
+		case "affinity":
+			return parseAffinity(sc, &p.os)
 		case "imagePullSecrets":
 			if p.secrets = member(sc); p.secrets == isNull {
 				return nil

@@ -46,6 +46,11 @@ func writeTemplateDoc(b *bytes.Buffer, t *Template) error {
 		fmt.Fprintf(b, "- %s\n", line)
 	}
 	fmt.Fprintf(b, "\n%s\n", podSecurityDoc(t))
+	systems := make([]string, len(t.Supports()))
+	for i, o := range t.Supports() {
+		systems[i] = code(o)
+	}
+	fmt.Fprintf(b, "\nRuns on: %s (graft skips a Pod for another operating system, with reason `os`).\n", strings.Join(systems, ", "))
 	if len(t.Params) == 0 {
 		b.WriteString("\nIt has no parameters.\n")
 		return nil

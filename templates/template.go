@@ -29,6 +29,11 @@ type Template struct {
 	// the engine injects the template only where the profile and the
 	// namespace allow it.
 	PodSecurity Level `json:"podSecurity,omitempty"`
+	// OS lists the operating systems (linux, windows) the fragment's
+	// containers run on; default [linux]. graft skips a Pod for another
+	// one (spec.os.name, or a kubernetes.io/os node selector or required
+	// node affinity) with reason os, rather than make it invalid.
+	OS []string `json:"os,omitempty"`
 	// Params are the parameters the fragment reads as .<name>, each settable
 	// per Pod with the annotation graft.dev/<template>.<name>. Names are
 	// unique within the template.
@@ -43,6 +48,32 @@ type Template struct {
 	// (graft.dev/status) covers them.
 	Source []byte `json:"-"`
 	tmpl   *template.Template
+}
+
+// Operating systems a template may declare.
+const (
+	OSLinux   = "linux"
+	OSWindows = "windows"
+)
+
+// Supports lists the operating systems t's containers run on.
+func (t *Template) Supports() []string {
+	if len(t.OS) == 0 {
+		return []string{OSLinux}
+	}
+	return t.OS
+}
+
+func (t *Template) checkOS() error {
+	for i, o := range t.OS {
+		if o != OSLinux && o != OSWindows {
+			return fmt.Errorf("template %s: os %q: want linux or windows", t.Name, o)
+		}
+		if slices.Contains(t.OS[:i], o) {
+			return fmt.Errorf("template %s: os %q listed twice", t.Name, o)
+		}
+	}
+	return nil
 }
 
 // Param looks up a declared parameter.
@@ -86,6 +117,9 @@ func (t *Template) init() error {
 		}
 	}
 	if err := t.checkLevels(); err != nil {
+		return err
+	}
+	if err := t.checkOS(); err != nil {
 		return err
 	}
 	tmpl, err := template.New(t.Name).Option("missingkey=error").Funcs(funcs).Parse(t.Fragment)
