@@ -191,6 +191,9 @@ func lintTemplate(t *Template, cases []lintCase) (out []string, defaults *Fragme
 				found = []string{msg}
 			}
 			found = append(found, t.lintOS(f)...)
+			if i == 0 {
+				found = append(found, t.lintReserved(f)...)
+			}
 		}
 		for _, msg := range found {
 			if !seen[msg] {

@@ -34,6 +34,17 @@ type Template struct {
 	// one (spec.os.name, or a kubernetes.io/os node selector or required
 	// node affinity) with reason os, rather than make it invalid.
 	OS []string `json:"os,omitempty"`
+	// ReservedUIDs are uids the template's containers run as that no app
+	// container may (a proxy whose traffic the redirection exempts by uid):
+	// a Pod whose container, or Pod securityContext, runs as one is a
+	// conflict, answered per the profile's onConflict. Each must be the
+	// runAsUser of one of the template's containers.
+	ReservedUIDs []int64 `json:"reservedUIDs,omitempty"`
+	// OverridableEnv names the appContainers env vars an app container may
+	// set itself, graft then leaving its value (a name, or a prefix ending
+	// in *): OTEL_* for an SDK's settings. An app container that sets any
+	// other of them is a conflict, answered per the profile's onConflict.
+	OverridableEnv []string `json:"overridableEnv,omitempty"`
 	// Params are the parameters the fragment reads as .<name>, each settable
 	// per Pod with the annotation graft.dev/<template>.<name>. Names are
 	// unique within the template.
@@ -74,6 +85,17 @@ func (t *Template) checkOS() error {
 		}
 	}
 	return nil
+}
+
+// EnvOverridable reports whether an app container may set the env var
+// name itself (OverridableEnv).
+func (t *Template) EnvOverridable(name string) bool {
+	for _, o := range t.OverridableEnv {
+		if p, ok := strings.CutSuffix(o, "*"); ok && strings.HasPrefix(name, p) || o == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Param looks up a declared parameter.
