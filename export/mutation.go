@@ -74,8 +74,9 @@ func (p *profile) templateLists(kinds []listKind, prefix, tmpls string, namesOnl
 }
 
 // conflictLists are the names conflicts are found among: init
-// containers, containers and volumes of every template the Pod gets.
-var conflictLists = []listKind{listInits, listContainers, listVolumes}
+// containers, containers and volumes of every template the Pod gets, and
+// the app env vars and mounts that collide with the app containers'.
+var conflictLists = []listKind{listInits, listContainers, listVolumes, listEnv, listMounts}
 
 // scopeVars are what both policies read after the selection: the
 // parameters, digests, the Pod's record, and the conflicts among the
@@ -91,7 +92,8 @@ func (p *profile) scopeVars(prefix string, namesOnly bool) ([]celVar, error) {
 	}
 	vars = append(vars, lists...)
 	l := "variables." + prefix
-	return append(vars, conflictVars(l+listVars[listInits], l+listVars[listContainers], l+listVars[listVolumes])...), nil
+	return append(vars, conflictVars(l+listVars[listInits], l+listVars[listContainers], l+listVars[listVolumes],
+		l+listVars[listEnv], l+listVars[listMounts])...), nil
 }
 
 // mutationVars are the MutatingAdmissionPolicy's variables.
@@ -107,7 +109,7 @@ func (p *profile) mutationVars() ([]celVar, error) {
 	for _, kind := range conflictLists {
 		vars = append(vars, celVar{listVars[kind], "variables.all_" + listVars[kind] + ".filter(e, e.t in variables.kept)"})
 	}
-	rest, err := p.templateLists([]listKind{listSecrets, listEnv, listMounts}, "", "variables.kept", false)
+	rest, err := p.templateLists([]listKind{listSecrets}, "", "variables.kept", false)
 	if err != nil {
 		return nil, err
 	}

@@ -152,24 +152,40 @@ func (p *profile) stalenessVars() []celVar {
 
 // conflictVars find, per template the Pod gets, the first container, init
 // container or volume of its own name that the Pod holds and the record
-// does not say graft injected, in the engine's order (inject/merge.go,
-// findConflict); kept are the templates without one.
-func conflictVars(inits, containers, volumes string) []celVar {
+// does not say graft injected, then, for a template the record does not
+// hold, the first env var or mount path of an app container that
+// collides with the template's, in the engine's order (inject/merge.go,
+// findConflict; inject/collide.go, findCollision: ports and reserved uids
+// aside, which the exported policies do not check); kept are the
+// templates without one.
+func conflictVars(inits, containers, volumes, env, mounts string) []celVar {
 	podInits := "object.spec.?initContainers.orValue([]).map(c, c.name)"
 	podContainers := "object.spec.?containers.orValue([]).map(c, c.name)"
 	podVolumes := "object.spec.?volumes.orValue([]).map(v, v.name)"
+	apps := "object.spec.?containers.orValue([]).filter(c, !(c.name in variables.ownedC))"
+	collisions := "(variables.recEntries.exists(r, r.n == t) ? [] : " + apps + ".map(c, " +
+		env + `.filter(e, e.t == t && !e.o && c.?env.orValue([]).exists(x, x.name == e.n)).map(e, {"t": dyn(t), "k": dyn("env"), "c": dyn(c.name), "n": dyn(e.n)}) + ` +
+		`c.?volumeMounts.orValue([]).map(m, ` + mounts + `.filter(e, e.t == t && e.m == m.mountPath && e.n != m.name)` +
+		`.map(e, {"t": dyn(t), "k": dyn("mount"), "c": dyn(c.name), "n": dyn(m.name), "m": dyn(m.mountPath), "g": dyn(e.n)})).flatten()).flatten())`
 	return []celVar{
 		{"conflicts", "variables.templates.map(t, (" + inits + ".filter(e, e.t == t) + " + containers + ".filter(e, e.t == t))" +
 			".filter(e, !(e.n in variables.ownedC) && (e.n in " + podInits + " || e.n in " + podContainers + "))" +
-			`.map(e, {"t": dyn(t), "o": dyn(e.n in ` + podInits + ` ? "init container" : "container"), "n": dyn(e.n)}) + ` +
-			volumes + ".filter(e, e.t == t && !(e.n in variables.ownedV) && e.n in " + podVolumes + `).map(e, {"t": dyn(t), "o": dyn("volume"), "n": dyn(e.n)})).flatten()`},
+			`.map(e, {"t": dyn(t), "k": dyn("name"), "o": dyn(e.n in ` + podInits + ` ? "init container" : "container"), "n": dyn(e.n)}) + ` +
+			volumes + ".filter(e, e.t == t && !(e.n in variables.ownedV) && e.n in " + podVolumes + `).map(e, {"t": dyn(t), "k": dyn("name"), "o": dyn("volume"), "n": dyn(e.n)}) + ` +
+			collisions + ").flatten()"},
 		{"kept", "variables.templates.filter(t, !variables.conflicts.exists(c, c.t == t))"},
 	}
 }
 
-// conflictMessage is the engine's denial of conflicts[0] (inject/notice.go).
+// conflictMessage is the engine's denial of conflicts[0] (inject/notice.go
+// and inject/collide.go).
 func (p *profile) conflictMessage() string {
 	c := "variables.conflicts[0]"
-	return `"Pod already has " + ` + c + `.o + " \"" + ` + c + `.n + "\", which graft did not inject; rename it, or set onConflict: keep in profile \"` +
-		p.name + `\" to admit such Pods without " + ` + c + ".t"
+	suffix := `" to admit such Pods without " + ` + c + ".t"
+	return c + `.k == "env" ? "container \"" + ` + c + `.c + "\" already sets env var \"" + ` + c + `.n + "\", which template " + ` + c + `.t + ` +
+		`" sets in every app container; change it, or set onConflict: keep in profile \"` + p.name + `\"` + suffix + " :\n" +
+		c + `.k == "mount" ? "container \"" + ` + c + `.c + "\" already mounts volume \"" + ` + c + `.n + "\" at " + ` + c + `.m + ", where template " + ` + c + `.t + ` +
+		`" mounts volume \"" + ` + c + `.g + "\"; change it, or set onConflict: keep in profile \"` + p.name + `\"` + suffix + " :\n" +
+		`"Pod already has " + ` + c + `.o + " \"" + ` + c + `.n + "\", which graft did not inject; rename it, or set onConflict: keep in profile \"` +
+		p.name + `\"` + suffix
 }

@@ -76,6 +76,14 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 		return w.end(), res, nil
 	}
 	pl := ent.plan
+	if p.os.targets()&pl.os == 0 {
+		if ex != nil {
+			ex.Templates = ent.plan.templates
+			ex.Message = fmt.Sprintf("the Pod runs on %s (%s), and templates %s support %s",
+				p.os.targets(), p.os.why(pl.os), strings.Join(pl.templates, ", "), pl.os)
+		}
+		return skip(dst, rv, ReasonOS, &res), res, nil
+	}
 	if msg := pl.nsDenial(o.PodSecurity); msg != "" {
 		return e.deny(dst, rv, ReasonPodSecurity, msg, &res, ex), res, nil
 	}

@@ -48,6 +48,8 @@ type plan struct {
 	// namespace that enforces less ("" where it suffices).
 	level  levelNeed
 	nsDeny [2]string
+	// os is the operating systems every template supports.
+	os osSet
 	// byRef indexes every element by its ref.
 	byRef []*element
 }
@@ -62,6 +64,10 @@ type planTemplate struct {
 	placement templates.Placement
 	// form is how name and revision reach the status (recordwrite.go).
 	form nameForm
+	// ports and reserved are what its containers open and reserve, which
+	// the Pod's own containers may not (collide.go).
+	ports    []planPort
+	reserved []reservedUID
 }
 
 // element is one thing graft adds, as compact JSON.
@@ -81,6 +87,8 @@ type element struct {
 	form nameForm
 	// token says where a container's ServiceAccount token mount goes.
 	token tokenSplice
+	// overridable: an app env var app containers may set themselves.
+	overridable bool
 }
 
 // templateIndex returns the index in pl.tmpls of the template called
@@ -211,6 +219,10 @@ func buildPlan(id uint32, revision string, tmpls []*templates.Template, params m
 	}
 	pl.audit = audit
 	pl.level = planLevel(tmpls, params)
+	pl.os = planOS(tmpls)
+	if err := planCollisions(pl, tmpls); err != nil {
+		return nil, fmt.Errorf("internal: %w", err)
+	}
 	namespaceDenials(pl)
 	pl.byRef = pl.elements()
 	for i, e := range pl.byRef {

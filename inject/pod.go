@@ -26,6 +26,8 @@ type pod struct {
 	hostNetwork        bool
 	// automountOff: spec.automountServiceAccountToken is false.
 	automountOff bool
+	// os is what the spec says of the operating system (os.go).
+	os podOS
 
 	annotations, labels presence
 	annotationKeys      []kv // every annotation: graft's own are looked up here
@@ -43,6 +45,10 @@ type pod struct {
 	// names and mounts back the per-container env and volumeMounts lists.
 	envNames []string
 	mounts   []mount
+	// ports back every container's and init container's ports; uid is
+	// the Pod securityContext's runAsUser (collide.go).
+	ports []port
+	uid   uid
 }
 
 type kv struct{ key, value string }
@@ -53,6 +59,8 @@ type container struct {
 	envFrom, envTo        int // span of pod.envNames
 	mountsFrom, mountsTo  int // span of pod.mounts
 	envCount, mountsCount int
+	// uid is securityContext.runAsUser.
+	uid uid
 }
 
 type initContainer struct {
@@ -65,6 +73,8 @@ type initContainer struct {
 	// reads (see tokenVolume).
 	tokenPath   bool
 	tokenVolume string
+	// uid is securityContext.runAsUser.
+	uid uid
 }
 
 type mount struct{ name, path string }
@@ -79,7 +89,9 @@ func (p *pod) reset() {
 		pullSecrets:    p.pullSecrets[:0],
 		envNames:       p.envNames[:0],
 		mounts:         p.mounts[:0],
+		ports:          p.ports[:0],
 	}
+	p.os.reset()
 }
 
 func (p *pod) annotation(key string) (string, bool) { return lookup(p.annotationKeys, key) }
@@ -267,6 +279,10 @@ func parseSpec(sc *scanner, p *pod) error {
 								}
 							})
 						}
+					case "ports":
+						err = parsePorts(sc, p, len(p.initContainers), true)
+					case "securityContext":
+						c.uid, err = parseRunAsUser(sc)
 					default:
 						err = sc.skip()
 					}
@@ -280,6 +296,16 @@ func parseSpec(sc *scanner, p *pod) error {
 				return nil
 			}
 			return parseNamed(sc, &p.volumes)
+		case "os":
+			return parseOSName(sc, &p.os)
+		case "nodeSelector":
+			return parseNodeSelector(sc, &p.os)
+		case "affinity":
+			return parseAffinity(sc, &p.os)
+		case "securityContext":
+			var err error
+			p.uid, err = parseRunAsUser(sc)
+			return err
 		case "imagePullSecrets":
 			if p.secrets = member(sc); p.secrets == isNull {
 				return nil
@@ -326,6 +352,10 @@ func parseContainer(sc *scanner, p *pod) error {
 				err = eachMount(sc, func(m mount) { p.mounts = append(p.mounts, m) })
 				c.mountsTo = len(p.mounts)
 			}
+		case "ports":
+			err = parsePorts(sc, p, len(p.containers), false)
+		case "securityContext":
+			c.uid, err = parseRunAsUser(sc)
 		default:
 			err = sc.skip()
 		}

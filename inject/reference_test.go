@@ -2,6 +2,7 @@ package inject
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"slices"
 	"testing"
@@ -44,6 +45,15 @@ func referenceInject(t *testing.T, pl *plan, object []byte, keep bool) (patched 
 		return slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == name })
 	}
 	skip := make([]bool, len(pl.tmpls))
+	// Collisions: what a template adds that an app container already uses.
+	for ti := range pl.tmpls {
+		if referenceCollides(pl, ti, &pod) {
+			if !keep {
+				return nil, true
+			}
+			skip[ti] = true
+		}
+	}
 	for _, k := range []struct {
 		els   []element
 		taken func(string) bool
@@ -167,4 +177,46 @@ func referenceInject(t *testing.T, pl *plan, object []byte, keep bool) (patched 
 		t.Fatalf("reference: apply: %v", err)
 	}
 	return out, false
+}
+
+// referenceCollides is findCollision on a typed Pod none of whose
+// containers graft injected.
+func referenceCollides(pl *plan, ti int, pod *corev1.Pod) bool {
+	t := &pl.tmpls[ti]
+	all := append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...)
+	proto := func(p corev1.Protocol) corev1.Protocol { return cmp.Or(p, corev1.ProtocolTCP) }
+	for _, gp := range t.ports {
+		for _, c := range all {
+			for _, pt := range c.Ports {
+				if int64(pt.ContainerPort) == gp.number && proto(pt.Protocol) == proto(corev1.Protocol(gp.protocol)) ||
+					gp.name != "" && pt.Name == gp.name {
+					return true
+				}
+			}
+		}
+	}
+	for _, ru := range t.reserved {
+		for _, c := range all {
+			u := pod.Spec.SecurityContext.RunAsUser
+			if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
+				u = c.SecurityContext.RunAsUser
+			}
+			if u != nil && *u == ru.uid {
+				return true
+			}
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		for _, el := range pl.appEnv {
+			if el.tmpl == ti && !el.overridable && slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == el.name }) {
+				return true
+			}
+		}
+		for _, el := range pl.appMount {
+			if el.tmpl == ti && slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == el.mountPath && m.Name != el.name }) {
+				return true
+			}
+		}
+	}
+	return false
 }

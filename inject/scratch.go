@@ -47,6 +47,10 @@ type scratch struct {
 	// resourced, when not nil, holds per element ref the JSON of an
 	// injected container with LimitRange defaults added (limitrange.go).
 	resourced [][]byte
+	// replaced are the templates an upgrade replaces, which graft
+	// injected before: they do not collide with the app containers
+	// (upgrade.go).
+	replaced []string
 }
 
 func (s *scratch) reset() {
@@ -69,6 +73,7 @@ func (s *scratch) reset() {
 	s.patch = s.patch[:0]
 	s.tokenVolume = ""
 	s.resourced = nil
+	s.replaced = nil
 }
 
 // scratchPool keeps scratch between requests: a free list, not a

@@ -43,9 +43,10 @@ func (e *Engine) rework(ps *profileState, pl *plan, obj string, upgrade bool) (*
 	orig := []byte(obj)
 	cur := orig
 	rw := &reworked{}
+	var replaced []string
 	if upgrade {
 		var err error
-		if cur, rw.notices, err = upgradeStrip(orig, pl, ps.name); err != nil {
+		if cur, rw.notices, replaced, err = upgradeStrip(orig, pl, ps.name); err != nil {
 			return nil, err
 		}
 	}
@@ -58,6 +59,7 @@ func (e *Engine) rework(ps *profileState, pl *plan, obj string, upgrade bool) (*
 		if err != nil {
 			return nil, err
 		}
+		s.replaced = replaced
 		switch merge(pl, keep, pass == 0, p2, s, nil) {
 		case mergeConflict:
 			rw.denyMsg = string(conflictMessage(nil, s.conflict, pl, ps.name))
@@ -132,16 +134,20 @@ func (s *scratch) parse(obj []byte) (*pod, error) {
 
 // upgradeStrip returns obj without what graft owns of the templates to
 // replace (outdated, or no longer in the plan), its status rewritten to
-// the templates kept, and the notices saying what the upgrade does.
-func upgradeStrip(obj []byte, pl *plan, profile string) ([]byte, []notice, error) {
+// the templates kept, the notices saying what the upgrade does, and the
+// templates of the plan it replaces. Those graft injected before: what
+// the app containers hold of theirs (all of it under a version 1 status,
+// which did not record it) does not collide with them (collide.go).
+func upgradeStrip(obj []byte, pl *plan, profile string) ([]byte, []notice, []string, error) {
 	doc, err := decodeDoc(obj)
 	if err != nil {
-		return nil, nil, fmt.Errorf("internal: upgrade: %w", err)
+		return nil, nil, nil, fmt.Errorf("internal: upgrade: %w", err)
 	}
 	st, _, err := statusOf(doc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("internal: upgrade: %w", err)
+		return nil, nil, nil, fmt.Errorf("internal: upgrade: %w", err)
 	}
+	var replaced []string
 	var o owned
 	var notes []notice
 	kept := Status{Version: 2}
@@ -161,6 +167,9 @@ func upgradeStrip(obj []byte, pl *plan, profile string) ([]byte, []notice, error
 			continue
 		}
 		o.addTemplate(t)
+		if ti >= 0 {
+			replaced = append(replaced, t.Name)
+		}
 	}
 	if st.Legacy != nil {
 		o.addLegacy(st.Legacy)
@@ -177,9 +186,9 @@ func upgradeStrip(obj []byte, pl *plan, profile string) ([]byte, []notice, error
 	setStatus(doc, value)
 	out, err := json.Marshal(doc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("internal: upgrade: %w", err)
+		return nil, nil, nil, fmt.Errorf("internal: upgrade: %w", err)
 	}
-	return out, notes, nil
+	return out, notes, replaced, nil
 }
 
 func textNotice(parts ...string) notice {

@@ -46,6 +46,14 @@ func writeTemplateDoc(b *bytes.Buffer, t *Template) error {
 		fmt.Fprintf(b, "- %s\n", line)
 	}
 	fmt.Fprintf(b, "\n%s\n", podSecurityDoc(t))
+	systems := make([]string, len(t.Supports()))
+	for i, o := range t.Supports() {
+		systems[i] = code(o)
+	}
+	fmt.Fprintf(b, "\nRuns on: %s (graft skips a Pod for another operating system, with reason `os`).\n", strings.Join(systems, ", "))
+	if line := collisionsDoc(t, f); line != "" {
+		fmt.Fprintf(b, "\n%s\n", line)
+	}
 	if len(t.Params) == 0 {
 		b.WriteString("\nIt has no parameters.\n")
 		return nil
@@ -84,6 +92,35 @@ func podSecurityDoc(t *Template) string {
 		line += "; " + strings.Join(more, ", ")
 	}
 	return line + " (a profile allows more with `podSecurity.maxLevel`)."
+}
+
+// collisionsDoc says what of the template's the Pod's own containers may
+// not use; "" when nothing.
+func collisionsDoc(t *Template, f *Fragment) string {
+	var parts []string
+	if len(t.ReservedUIDs) > 0 {
+		uids := make([]string, len(t.ReservedUIDs))
+		for i, u := range t.ReservedUIDs {
+			uids[i] = code(fmt.Sprint(u))
+		}
+		parts = append(parts, "no app container may run as uid "+strings.Join(uids, ", "))
+	}
+	if len(f.AppEnv) > 0 {
+		if len(t.OverridableEnv) > 0 {
+			over := make([]string, len(t.OverridableEnv))
+			for i, o := range t.OverridableEnv {
+				over[i] = code(o)
+			}
+			parts = append(parts, "an app container may set "+strings.Join(over, ", ")+" itself, but no other env var the template adds")
+		} else {
+			parts = append(parts, "no app container may set an env var the template adds")
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "Conflicts (answered per the profile's `onConflict`), besides its names, ports, port names and mount paths: " +
+		strings.Join(parts, "; ") + "."
 }
 
 // injects describes a rendered fragment in a few lines.

@@ -81,6 +81,7 @@ fragment: |
 		"- in every app container that does not set it already, the env var `A_ADDR`, `A_MODE`",
 		"- in every app container, volume `graft-a-data` mounted read-only at `/a`",
 		"- annotation `a.example.com/on`",
+		"Runs on: `linux` (graft skips a Pod for another operating system, with reason `os`).",
 		"Pod Security: needs `baseline` with its defaults; debug=`true` needs `privileged` (a profile allows more with `podSecurity.maxLevel`).",
 		"| `graft.dev/a.image` | string | `x:1` | matches `^(x\\|y):1$` | The image. |",
 		"| `graft.dev/a.cpu` | quantity | `10m` | at least `1m` | CPU. |",

@@ -190,6 +190,10 @@ func lintTemplate(t *Template, cases []lintCase) (out []string, defaults *Fragme
 			if msg := t.lintLevel(f, c.overrides); msg != "" {
 				found = []string{msg}
 			}
+			found = append(found, t.lintOS(f)...)
+			if i == 0 {
+				found = append(found, t.lintReserved(f)...)
+			}
 		}
 		for _, msg := range found {
 			if !seen[msg] {

@@ -206,3 +206,49 @@ func (t *Template) lintLevel(f *Fragment, overrides map[string]string) string {
 	}
 	return fmt.Sprintf("needs Pod Security %s, but %s declares %s: %s", got, where, need.Level, why[failed])
 }
+
+// lintOS checks the fragment's containers set no security field the API
+// server forbids for a Pod of an operating system the template declares
+// (validateLinux and validateWindows in k8s.io/kubernetes
+// pkg/apis/core/validation).
+func (t *Template) lintOS(f *Fragment) []string {
+	var out []string
+	for _, l := range [][]Element{f.InitContainers, f.Containers} {
+		for _, el := range l {
+			var c corev1.Container
+			if err := json.Unmarshal(el.Raw, &c); err != nil || c.SecurityContext == nil {
+				continue
+			}
+			sc := c.SecurityContext
+			for _, o := range t.Supports() {
+				var bad []string
+				switch o {
+				case OSLinux:
+					if sc.WindowsOptions != nil {
+						bad = append(bad, "windowsOptions")
+					}
+				case OSWindows:
+					for _, f := range []struct {
+						set  bool
+						name string
+					}{
+						{sc.AppArmorProfile != nil, "appArmorProfile"}, {sc.SELinuxOptions != nil, "seLinuxOptions"},
+						{sc.SeccompProfile != nil, "seccompProfile"}, {sc.Capabilities != nil, "capabilities"},
+						{sc.ReadOnlyRootFilesystem != nil, "readOnlyRootFilesystem"}, {sc.Privileged != nil, "privileged"},
+						{sc.AllowPrivilegeEscalation != nil, "allowPrivilegeEscalation"}, {sc.ProcMount != nil, "procMount"},
+						{sc.RunAsUser != nil, "runAsUser"}, {sc.RunAsGroup != nil, "runAsGroup"},
+					} {
+						if f.set {
+							bad = append(bad, f.name)
+						}
+					}
+				}
+				if len(bad) > 0 {
+					out = append(out, fmt.Sprintf("container %s: securityContext.%s cannot be set for a %s Pod, and the template declares os %s",
+						c.Name, strings.Join(bad, ", securityContext."), o, o))
+				}
+			}
+		}
+	}
+	return out
+}

@@ -29,6 +29,22 @@ type Template struct {
 	// the engine injects the template only where the profile and the
 	// namespace allow it.
 	PodSecurity Level `json:"podSecurity,omitempty"`
+	// OS lists the operating systems (linux, windows) the fragment's
+	// containers run on; default [linux]. graft skips a Pod for another
+	// one (spec.os.name, or a kubernetes.io/os node selector or required
+	// node affinity) with reason os, rather than make it invalid.
+	OS []string `json:"os,omitempty"`
+	// ReservedUIDs are uids the template's containers run as that no app
+	// container may (a proxy whose traffic the redirection exempts by uid):
+	// a Pod whose container, or Pod securityContext, runs as one is a
+	// conflict, answered per the profile's onConflict. Each must be the
+	// runAsUser of one of the template's containers.
+	ReservedUIDs []int64 `json:"reservedUIDs,omitempty"`
+	// OverridableEnv names the appContainers env vars an app container may
+	// set itself, graft then leaving its value (a name, or a prefix ending
+	// in *): OTEL_* for an SDK's settings. An app container that sets any
+	// other of them is a conflict, answered per the profile's onConflict.
+	OverridableEnv []string `json:"overridableEnv,omitempty"`
 	// Params are the parameters the fragment reads as .<name>, each settable
 	// per Pod with the annotation graft.dev/<template>.<name>. Names are
 	// unique within the template.
@@ -43,6 +59,43 @@ type Template struct {
 	// (graft.dev/status) covers them.
 	Source []byte `json:"-"`
 	tmpl   *template.Template
+}
+
+// Operating systems a template may declare.
+const (
+	OSLinux   = "linux"
+	OSWindows = "windows"
+)
+
+// Supports lists the operating systems t's containers run on.
+func (t *Template) Supports() []string {
+	if len(t.OS) == 0 {
+		return []string{OSLinux}
+	}
+	return t.OS
+}
+
+func (t *Template) checkOS() error {
+	for i, o := range t.OS {
+		if o != OSLinux && o != OSWindows {
+			return fmt.Errorf("template %s: os %q: want linux or windows", t.Name, o)
+		}
+		if slices.Contains(t.OS[:i], o) {
+			return fmt.Errorf("template %s: os %q listed twice", t.Name, o)
+		}
+	}
+	return nil
+}
+
+// EnvOverridable reports whether an app container may set the env var
+// name itself (OverridableEnv).
+func (t *Template) EnvOverridable(name string) bool {
+	for _, o := range t.OverridableEnv {
+		if p, ok := strings.CutSuffix(o, "*"); ok && strings.HasPrefix(name, p) || o == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Param looks up a declared parameter.
@@ -86,6 +139,9 @@ func (t *Template) init() error {
 		}
 	}
 	if err := t.checkLevels(); err != nil {
+		return err
+	}
+	if err := t.checkOS(); err != nil {
 		return err
 	}
 	tmpl, err := template.New(t.Name).Option("missingkey=error").Funcs(funcs).Parse(t.Fragment)
