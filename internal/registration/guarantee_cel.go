@@ -74,7 +74,8 @@ const (
 // hostNetwork Pods where hostNetworkSkipped holds, and Pods for another
 // operating system than the templates' (Linux): by spec.os.name, a
 // kubernetes.io/os node selector, or a required node affinity every term
-// of which leaves Linux out.
+// of which leaves Linux out (inject/os.go decides the same; exempting more
+// Pods than graft skips would only leave them to graft).
 func exemptExpr(annotations, hostNetworkSkipped string) string {
 	return celMirrorKey + " in " + annotations + " ||\n" +
 		"(" + celTemplatesKey + " in " + annotations + " && " +
@@ -88,7 +89,8 @@ const celOtherOS = `object.spec.?os.name.orValue("linux") != "linux" ||` + "\n" 
 	`object.spec.?nodeSelector[?"` + names.OSLabel + `"].orValue("linux") != "linux" ||` + "\n" +
 	`[object.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.?nodeSelectorTerms.orValue([])].all(terms,` + "\n" +
 	`  size(terms) > 0 && terms.all(t, t.?matchExpressions.orValue([]).exists(e, e.key == "` + names.OSLabel + `" &&` + "\n" +
-	`    (e.operator == "In" && !("linux" in e.?values.orValue([])) || e.operator == "NotIn" && "linux" in e.?values.orValue([])))))`
+	`    (e.operator == "In" && !("linux" in e.?values.orValue([])) || e.operator == "NotIn" && "linux" in e.?values.orValue([]) ||` + "\n" +
+	`     e.operator == "DoesNotExist"))))`
 
 // sidecarOKExpr holds when container c, whose kind is kind (a CEL string
 // expression), is a sidecar of the profile as graft injects it.
