@@ -181,7 +181,7 @@ func conflictVars(inits, containers, volumes, env, mounts string) []celVar {
 // and inject/collide.go).
 func (p *profile) conflictMessage() string {
 	c := "variables.conflicts[0]"
-	suffix := `" to admit such Pods without " + ` + c + ".t"
+	suffix := ` to admit such Pods without " + ` + c + ".t"
 	return c + `.k == "env" ? "container \"" + ` + c + `.c + "\" already sets env var \"" + ` + c + `.n + "\", which template " + ` + c + `.t + ` +
 		`" sets in every app container; change it, or set onConflict: keep in profile \"` + p.name + `\"` + suffix + " :\n" +
 		c + `.k == "mount" ? "container \"" + ` + c + `.c + "\" already mounts volume \"" + ` + c + `.n + "\" at " + ` + c + `.m + ", where template " + ` + c + `.t + ` +
