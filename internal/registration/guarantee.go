@@ -52,9 +52,6 @@ type profileSpec struct {
 	hostNetworkSkipped, keep map[string]bool
 	// podRevision: a Pod's own graft.dev/rev label may choose.
 	podRevision bool
-	// recorded are the other names graft.dev/status may hold for the
-	// profile's Pods (see claimsAreNames).
-	recorded []string
 }
 
 // guaranteeInput is what every profile's policy shares.
@@ -164,9 +161,6 @@ func guaranteeData(rc inject.RevisionsConfig, o Options) (*guaranteeInput, error
 		targets[t] = revisionTargets(rc, t)
 	}
 	for _, ps := range in.profiles {
-		if err := ps.claimsAreNames(append(slices.Clone(in.revisions), in.tags...)); err != nil {
-			return nil, err
-		}
 		for label, revs := range targets {
 			for _, r := range revs {
 				p := cfgs[r].Profiles[ps.name]
@@ -204,7 +198,6 @@ func revisionTargets(rc inject.RevisionsConfig, name string) []string {
 // profile's value of an image parameter, and, where a Pod's annotation
 // may set that parameter, any image the profile allows.
 func (ps *profileSpec) add(p *inject.Profile, tmpl *templates.Template, tf TemplateFacts) error {
-	ps.recorded = union(ps.recorded, append([]string{tmpl.Name}, tf.Recorded...))
 	// What a Pod's annotation may choose: any image, or one the
 	// profile's allowedImages admit.
 	chosen := []string{"*"}
@@ -241,27 +234,6 @@ func (ps *profileSpec) add(p *inject.Profile, tmpl *templates.Template, tf Templ
 		}
 		slices.Sort(s.Kinds)
 		slices.Sort(s.Images)
-	}
-	return nil
-}
-
-// recordKeys are the keys of graft.dev/status (inject/status.go).
-var recordKeys = []string{"version", "injected", "templates", "name", "revision", "digest", "initContainers", "containers",
-	"volumes", "imagePullSecrets", "annotations", "labels", "appContainers", "env", "volumeMounts"}
-
-// claimsAreNames checks that the policy may read a sidecar's name,
-// quoted, anywhere in graft.dev/status as graft's claim to have injected
-// it: no other name the record may hold for the profile's Pods (a key, a
-// template, a revision, what the templates record besides containers) is
-// a sidecar's.
-func (ps *profileSpec) claimsAreNames(revisions []string) error {
-	others := slices.Concat(recordKeys, revisions, ps.recorded)
-	for _, n := range sortedKeys(ps.sidecars) {
-		if slices.Contains(others, n) {
-			return fmt.Errorf("profile %s: container %s of template %s shares its name with another name graft.dev/status records "+
-				"(a template, revision, volume, image pull secret, annotation, label, env var or record key): the guarantee "+
-				"policy reads the record by name; rename one", ps.name, n, ps.sidecars[n].Template)
-		}
 	}
 	return nil
 }

@@ -27,13 +27,14 @@ import (
 // which CEL would build on every evaluation. The validations read the
 // namespace (its graft.dev/rev) and say which rule failed.
 //
-// What graft.dev/status claims: a sidecar's name, quoted, anywhere in
-// the record. Container names are DNS labels and the record is graft's
-// compact JSON, where the profile's sidecar names appear only in the
-// lists of containers graft injected (claimsAreNames checks the record's
-// other names). A record written by hand can claim or hide names at will:
-// what it claims must be in the Pod as graft injects it, and what it
-// hides must not be in the Pod.
+// What graft.dev/status claims: the container names, quoted, in its
+// "injected" list (version 2), or in its "initContainers" and
+// "containers" lists (version 1, which has no "injected"). Container
+// names are DNS labels and the record is graft's compact JSON, so
+// splitting the text finds the lists without a regular expression. A
+// record written by hand can claim or hide names at will: what it claims
+// must be in the Pod as graft injects it, and what it hides must not be
+// in the Pod.
 //
 // The expressions are the same for every profile and configuration;
 // data (markers "@@NAME@@") fills them in: celSkeleton and celData. The
@@ -42,27 +43,32 @@ import (
 
 // Markers the data replaces.
 const (
-	mProfile         = "@@PROFILE@@"
-	mGraftNamespace  = "@@GRAFT_NAMESPACE@@"
-	mRevisions       = "@@REVISIONS@@"
-	mTags            = "@@TAGS@@"
-	mNames           = "@@SIDECAR_NAMES@@"
-	mKindsImages     = "@@SIDECAR_KINDS_IMAGES@@"
-	mImagePrefixes   = "@@SIDECAR_IMAGE_PREFIXES@@"
-	mSidecars        = "@@SIDECARS@@"
-	mOwners          = "@@OWNERS@@"
-	mTemplates       = "@@TEMPLATES@@"
-	mKnownRevisions  = "@@KNOWN_REVISIONS@@"
-	mHostNetAlways   = "@@HOSTNETWORK_ALWAYS_SKIPPED@@"
-	mHostNetSkipped  = "@@HOSTNETWORK_SKIPPED@@"
-	mKeep            = "@@KEEP@@"
-	mPodRevision     = "@@POD_REVISION@@"
-	celAnnotations   = "object.metadata.?annotations.orValue({})"
-	celInits         = "object.spec.?initContainers.orValue([])"
-	celContainers    = "object.spec.containers"
-	celInitKind      = `(c.?restartPolicy.orValue("") == "Always" ? "native" : "init")`
-	celImage         = `c.?image.orValue("")`
-	quotedName       = `"\"" + c.name + "\""`
+	mProfile        = "@@PROFILE@@"
+	mGraftNamespace = "@@GRAFT_NAMESPACE@@"
+	mRevisions      = "@@REVISIONS@@"
+	mTags           = "@@TAGS@@"
+	mNames          = "@@SIDECAR_NAMES@@"
+	mKindsImages    = "@@SIDECAR_KINDS_IMAGES@@"
+	mImagePrefixes  = "@@SIDECAR_IMAGE_PREFIXES@@"
+	mSidecars       = "@@SIDECARS@@"
+	mOwners         = "@@OWNERS@@"
+	mTemplates      = "@@TEMPLATES@@"
+	mKnownRevisions = "@@KNOWN_REVISIONS@@"
+	mHostNetAlways  = "@@HOSTNETWORK_ALWAYS_SKIPPED@@"
+	mHostNetSkipped = "@@HOSTNETWORK_SKIPPED@@"
+	mKeep           = "@@KEEP@@"
+	mPodRevision    = "@@POD_REVISION@@"
+	celAnnotations  = "object.metadata.?annotations.orValue({})"
+	celInits        = "object.spec.?initContainers.orValue([])"
+	celContainers   = "object.spec.containers"
+	celInitKind     = `(c.?restartPolicy.orValue("") == "Always" ? "native" : "init")`
+	celImage        = `c.?image.orValue("")`
+	quotedName      = `"\"" + c.name + "\""`
+	// celClaims is the text of the lists of container names the record
+	// rec says graft injected.
+	celClaims = `(rec.contains("\"injected\":[") ? rec.split("\"injected\":[")[1].split("]")[0] :` + "\n" +
+		`  (rec.contains("\"initContainers\":[") ? rec.split("\"initContainers\":[")[1].split("]")[0] : "") + "," +` + "\n" +
+		`  (rec.contains("\"containers\":[") ? rec.split("\"containers\":[")[1].split("]")[0] : ""))`
 	celStatusKey     = `"` + names.Status + `"`
 	celTemplatesKey  = `"` + names.Templates + `"`
 	celMirrorKey     = `"` + names.MirrorAnnotation + `"`
@@ -104,15 +110,16 @@ func celSkeleton() ([]admissionv1.MatchCondition, []admissionv1.Variable, []admi
 	fast := "!([" + celAnnotations + "].all(a,\n" +
 		exemptExpr("a", mHostNetAlways) + " ||\n" +
 		"[a[?" + celStatusKey + `].orValue("")].all(rec, rec != "" &&` + "\n" +
+		"[" + celClaims + "].all(cl,\n" +
 		"[" + celInits + "].all(inits, [" + mNames + "].all(sidecars,\n" +
-		"inits.all(c, !(c.name in sidecars) || rec.contains(" + quotedName + ") &&\n" +
+		"inits.all(c, !(c.name in sidecars) || cl.contains(" + quotedName + ") &&\n" +
 		sidecarOKExpr(celInitKind) + ") &&\n" +
-		celContainers + ".all(c, !(c.name in sidecars) || rec.contains(" + quotedName + ") &&\n" +
+		celContainers + ".all(c, !(c.name in sidecars) || cl.contains(" + quotedName + ") &&\n" +
 		sidecarOKExpr(`"container"`) + ") &&\n" +
 		// Every sidecar in the Pod is claimed (above): as many claimed as
 		// in the Pod means every claimed one is in the Pod.
-		`size(sidecars.filter(n, rec.contains("\"" + n + "\""))) ==` + "\n" +
-		"  size(inits.filter(c, c.name in sidecars)) + size(" + celContainers + ".filter(c, c.name in sidecars)))))))"
+		`size(sidecars.filter(n, cl.contains("\"" + n + "\""))) ==` + "\n" +
+		"  size(inits.filter(c, c.name in sidecars)) + size(" + celContainers + ".filter(c, c.name in sidecars))))))))"
 
 	v := func(name, expr string) admissionv1.Variable {
 		return admissionv1.Variable{Name: name, Expression: expr}
@@ -126,7 +133,8 @@ func celSkeleton() ([]admissionv1.MatchCondition, []admissionv1.Variable, []admi
 		v("sidecars", mSidecars),
 		v("owners", mOwners),
 		// The sidecars graft.dev/status says graft injected.
-		v("claimed", mNames+`.filter(n, variables.status.contains("\"" + n + "\""))`),
+		v("claims", strings.ReplaceAll(celClaims, "rec", "variables.status")),
+		v("claimed", mNames+`.filter(n, variables.claims.contains("\"" + n + "\""))`),
 		v("nsRevision", "namespaceObject.metadata.?labels[?"+celRevisionLabel+`].orValue("")`),
 		v("revision", mPodRevision+" ? object.metadata.?labels[?"+celRevisionLabel+"].orValue(variables.nsRevision) : variables.nsRevision"),
 		v("knownRevision", "variables.nsRevision in "+mKnownRevisions),

@@ -32,10 +32,6 @@ const (
 type TemplateFacts struct {
 	// Containers it can add, by name.
 	Containers map[string]*ContainerFacts `json:"containers"`
-	// Recorded are the other names graft.dev/status may record for it:
-	// volumes, image pull secrets, annotation and label keys, and what it
-	// adds to app containers (env names, mounted volumes).
-	Recorded []string `json:"recorded,omitempty"`
 	// ImageDefaults are the defaults of the parameters that are images
 	// (ContainerFacts.ImageParams).
 	ImageDefaults map[string]string `json:"imageDefaults,omitempty"`
@@ -92,7 +88,6 @@ func Facts(tmpl *templates.Template) (TemplateFacts, error) {
 			}
 		}
 	}
-	slices.Sort(out.Recorded)
 	for _, cf := range out.Containers {
 		for _, p := range cf.ImageParams {
 			if out.ImageDefaults == nil {
@@ -112,23 +107,12 @@ func defaultOf(tmpl *templates.Template, param string) string {
 	return p.Default
 }
 
-// containers renders tmpl with over, adds the kinds of its containers and
-// the other names it records to out, and returns the containers' images by
-// name.
+// containers renders tmpl with over, adds the kinds of its containers to
+// out, and returns their images by name.
 func containers(tmpl *templates.Template, over map[string]string, out *TemplateFacts) (map[string]string, error) {
 	frag, err := tmpl.Render(over)
 	if err != nil {
 		return nil, fmt.Errorf("template %s with %v: %w", tmpl.Name, over, err)
-	}
-	for _, els := range [][]templates.Element{frag.Volumes, frag.ImagePullSecrets, frag.AppEnv, frag.AppVolumeMounts} {
-		for _, el := range els {
-			out.Recorded = appendNew(out.Recorded, el.Name)
-		}
-	}
-	for _, kvs := range [][]templates.KV{frag.Annotations, frag.Labels} {
-		for _, kv := range kvs {
-			out.Recorded = appendNew(out.Recorded, kv.Key)
-		}
 	}
 	images := map[string]string{}
 	for _, l := range []struct {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/vapeval"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -95,27 +96,50 @@ fragment: |
 	}
 }
 
-// TestGuaranteeRefusesAmbiguousRecords: a sidecar named like a volume of
-// the profile's templates cannot be read from graft.dev/status by name.
-func TestGuaranteeRefusesAmbiguousRecords(t *testing.T) {
+// TestGuaranteeReadsClaimsNotNames: the record names templates,
+// revisions and volumes too; only its lists of injected containers claim
+// them. A template named like its container, next to one whose volume has
+// a container's name, is read right both ways.
+func TestGuaranteeReadsClaimsNotNames(t *testing.T) {
 	set, err := templates.Builtin()
 	if err != nil {
 		t.Fatal(err)
 	}
-	own := mustTemplate(t, `name: clash
+	solo := mustTemplate(t, `name: solo
 description: test
 podSecurity: baseline
 fragment: |
   containers:
-    - name: graft-agent-run
-      image: registry.example/c:1
+    - name: solo
+      image: registry.example/solo:1
+  volumes:
+    - name: graft-agent
+      emptyDir: {}
 `)
-	cfg := inject.Config{Profiles: map[string]inject.Profile{"p": {Templates: []string{"agent", "clash"},
+	cfg := inject.Config{Profiles: map[string]inject.Profile{"p": {Templates: []string{"solo", "agent"},
 		PodSecurity: inject.PodSecurity{MaxLevel: templates.LevelBaseline}}}, DefaultProfile: "p"}
-	rc := inject.RevisionsConfig{Revisions: []inject.RevisionConfig{{Config: cfg, Templates: set.With(templatesOf(t, own))}}}
-	_, err = Guarantees(rc, Options{})
-	if err == nil || !strings.Contains(err.Error(), "container graft-agent-run of template clash shares its name") {
-		t.Errorf("got %v", err)
+	rc := inject.RevisionsConfig{Revisions: []inject.RevisionConfig{{Config: cfg, Templates: set.With(templatesOf(t, solo))}}}
+	gs, err := Guarantees(rc, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, err := vapeval.Compile(gs[0].Policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	revs, err := inject.NewRevisions(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{revs: revs, policies: map[string]*vapeval.Policy{"p": policy}}
+	injected := r.admit(t, appPod(), "p", "")
+	if v := r.check(t, injected, "p", ""); v.Matched {
+		t.Fatalf("graft's Pod refused: %q", v.Denied)
+	}
+	for _, gone := range []string{"solo", "graft-agent"} {
+		if v := r.check(t, without(injected, gone), "p", ""); !strings.Contains(v.Denied, gone+" into this Pod") {
+			t.Errorf("%s removed: denied %q", gone, v.Denied)
+		}
 	}
 }
 
