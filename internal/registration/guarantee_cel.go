@@ -107,8 +107,9 @@ func sidecarOKExpr(kind string) string {
 
 // celSkeleton is the policy's CEL with markers for the data.
 func celSkeleton() ([]admissionv1.MatchCondition, []admissionv1.Variable, []admissionv1.Validation) {
+	// The sidecars first: a Pod graft injected is what the condition
+	// sees most, and || stops at the first true.
 	fast := "!([" + celAnnotations + "].all(a,\n" +
-		exemptExpr("a", mHostNetAlways) + " ||\n" +
 		"[a[?" + celStatusKey + `].orValue("")].all(rec, rec != "" &&` + "\n" +
 		"[" + celClaims + "].all(cl,\n" +
 		"[" + celInits + "].all(inits, [" + mNames + "].all(sidecars,\n" +
@@ -119,7 +120,8 @@ func celSkeleton() ([]admissionv1.MatchCondition, []admissionv1.Variable, []admi
 		// Every sidecar in the Pod is claimed (above): as many claimed as
 		// in the Pod means every claimed one is in the Pod.
 		`size(sidecars.filter(n, cl.contains("\"" + n + "\""))) ==` + "\n" +
-		"  size(inits.filter(c, c.name in sidecars)) + size(" + celContainers + ".filter(c, c.name in sidecars))))))))"
+		"  size(inits.filter(c, c.name in sidecars)) + size(" + celContainers + ".filter(c, c.name in sidecars)))))) ||\n" +
+		exemptExpr("a", mHostNetAlways) + "))"
 
 	v := func(name, expr string) admissionv1.Variable {
 		return admissionv1.Variable{Name: name, Expression: expr}
