@@ -22,9 +22,9 @@ import (
 // matchConditions see neither namespaceObject nor variables: the
 // condition is one expression, binding what it reads more than once with
 // a one-element list's all(). It runs for every Pod of the namespace, so
-// it reads the profile's sidecars from constant strings (one contains()
-// per container: "\n<name>|<kind>|<image>\n") rather than a map literal,
-// which CEL would build on every evaluation. The validations read the
+// it reads the profile's sidecars from constant lists ("<name>|<kind>|
+// <image>"), which CEL looks up as sets, rather than a map literal, which
+// CEL would build on every evaluation. The validations read the
 // namespace (its graft.dev/rev) and say which rule failed.
 //
 // What graft.dev/status claims: the container names, quoted, in its
@@ -59,11 +59,13 @@ const (
 	mKeep           = "@@KEEP@@"
 	mPodRevision    = "@@POD_REVISION@@"
 	celAnnotations  = "object.metadata.?annotations.orValue({})"
-	celInits        = "object.spec.?initContainers.orValue([])"
-	celContainers   = "object.spec.containers"
-	celInitKind     = `(c.?restartPolicy.orValue("") == "Always" ? "native" : "init")`
-	celImage        = `c.?image.orValue("")`
-	quotedName      = `"\"" + c.name + "\""`
+	// celAnnotationsNoDefault is the annotations, an optional.
+	celAnnotationsNoDefault = "object.metadata.?annotations"
+	celInits                = "object.spec.?initContainers.orValue([])"
+	celContainers           = "object.spec.containers"
+	celInitKind             = `(c.?restartPolicy.orValue("") == "Always" ? "native" : "init")`
+	celImage                = `c.?image.orValue("")`
+	quotedName              = `"\"" + c.name + "\""`
 	// celClaims is the text of the lists of container names the record
 	// rec says graft injected.
 	celClaims = `(rec.contains("\"injected\":[") ? rec.split("\"injected\":[")[1].split("]")[0] :` + "\n" +
@@ -74,6 +76,11 @@ const (
 	celMirrorKey     = `"` + names.MirrorAnnotation + `"`
 	celRevisionLabel = `"` + names.Revision + `"`
 )
+
+// celStatusOf is graft.dev/status of optional annotations, or "".
+func celStatusOf(annotations string) string {
+	return annotations + "[?" + celStatusKey + `].orValue("")`
+}
 
 // exemptExpr holds for Pods graft leaves alone without writing a record:
 // mirror Pods, Pods whose graft.dev/templates selects no template,
@@ -99,29 +106,32 @@ const celOtherOS = `object.spec.?os.name.orValue("linux") != "linux" ||` + "\n" 
 	`     e.operator == "DoesNotExist"))))`
 
 // sidecarOKExpr holds when container c, whose kind is kind (a CEL string
-// expression), is a sidecar of the profile as graft injects it.
+// expression), is a sidecar of the profile as graft injects it: its
+// "<name>|<kind>|<image>" in the constant list (a set lookup: CEL plans
+// `in` on a constant list as one), or starting with a prefix entry.
 func sidecarOKExpr(kind string) string {
-	return "[c.name + \"|\" + " + kind + " + \"|\" + " + celImage + "].all(k,\n" +
-		"  " + mKindsImages + `.contains("\n" + k + "\n") || ` + mImagePrefixes + ".exists(x, k.startsWith(x)))"
+	k := "c.name + \"|\" + " + kind + " + \"|\" + " + celImage
+	return "((" + k + ") in " + mKindsImages + " ||\n" +
+		"  " + mImagePrefixes + ".exists(x, (" + k + ").startsWith(x)))"
 }
 
 // celSkeleton is the policy's CEL with markers for the data.
 func celSkeleton() ([]admissionv1.MatchCondition, []admissionv1.Variable, []admissionv1.Validation) {
 	// The sidecars first: a Pod graft injected is what the condition
-	// sees most, and || stops at the first true.
-	fast := "!([" + celAnnotations + "].all(a,\n" +
-		"[a[?" + celStatusKey + `].orValue("")].all(rec, rec != "" &&` + "\n" +
+	// sees most, and || stops at the first true. The names' list is
+	// written out at each use: `in` a constant list is a set lookup.
+	fast := "!([" + celStatusOf(celAnnotationsNoDefault) + "].all(rec, rec != \"\" &&\n" +
 		"[" + celClaims + "].all(cl,\n" +
-		"[" + celInits + "].all(inits, [" + mNames + "].all(sidecars,\n" +
-		"inits.all(c, !(c.name in sidecars) || cl.contains(" + quotedName + ") &&\n" +
+		"[" + celInits + "].all(inits,\n" +
+		"inits.all(c, !(c.name in " + mNames + ") || cl.contains(" + quotedName + ") &&\n" +
 		sidecarOKExpr(celInitKind) + ") &&\n" +
-		celContainers + ".all(c, !(c.name in sidecars) || cl.contains(" + quotedName + ") &&\n" +
+		celContainers + ".all(c, !(c.name in " + mNames + ") || cl.contains(" + quotedName + ") &&\n" +
 		sidecarOKExpr(`"container"`) + ") &&\n" +
 		// Every sidecar in the Pod is claimed (above): as many claimed as
 		// in the Pod means every claimed one is in the Pod.
-		`size(sidecars.filter(n, cl.contains("\"" + n + "\""))) ==` + "\n" +
-		"  size(inits.filter(c, c.name in sidecars)) + size(" + celContainers + ".filter(c, c.name in sidecars)))))) ||\n" +
-		exemptExpr("a", mHostNetAlways) + "))"
+		"size(" + mNames + `.filter(n, cl.contains("\"" + n + "\""))) ==` + "\n" +
+		"  size(inits.filter(c, c.name in " + mNames + ")) + size(" + celContainers + ".filter(c, c.name in " + mNames + "))))) ||\n" +
+		"[" + celAnnotations + "].all(a,\n" + exemptExpr("a", mHostNetAlways) + "))"
 
 	v := func(name, expr string) admissionv1.Variable {
 		return admissionv1.Variable{Name: name, Expression: expr}
@@ -211,8 +221,7 @@ func (in *guaranteeInput) celData(p *profileSpec) (map[string]string, error) {
 	// Maps, not structs: JSON with sorted keys, as Helm's toJson writes it.
 	table := map[string]map[string][]string{}
 	owners := map[string]string{}
-	var kindsImages strings.Builder
-	kindsImages.WriteString("\n")
+	kindsImages := []string{}
 	prefixes := []string{}
 	names := sortedKeys(p.sidecars)
 	for _, n := range names {
@@ -224,7 +233,7 @@ func (in *guaranteeInput) celData(p *profileSpec) (map[string]string, error) {
 				if pre, ok := strings.CutSuffix(img, "*"); ok {
 					prefixes = append(prefixes, n+"|"+k+"|"+pre)
 				} else {
-					kindsImages.WriteString(n + "|" + k + "|" + img + "\n")
+					kindsImages = append(kindsImages, n+"|"+k+"|"+img)
 				}
 			}
 		}
@@ -247,7 +256,7 @@ func (in *guaranteeInput) celData(p *profileSpec) (map[string]string, error) {
 		mPodRevision:    strconv.FormatBool(p.podRevision),
 	}
 	for marker, v := range map[string]any{
-		mNames: names, mKindsImages: kindsImages.String(), mImagePrefixes: prefixes, mSidecars: table, mOwners: owners,
+		mNames: names, mKindsImages: kindsImages, mImagePrefixes: prefixes, mSidecars: table, mOwners: owners,
 		mTemplates: p.templates, mKnownRevisions: append(known, in.tags...), mHostNetSkipped: p.hostNetworkSkipped, mKeep: p.keep,
 	} {
 		js, err := celJSON(v)
