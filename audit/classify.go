@@ -257,7 +257,7 @@ func checkRecord(st *inject.Status, have []string) (Verdict, bool) {
 		}
 	}
 	if len(absent) > 0 {
-		return spoofed(CauseAbsent, "graft.dev/status names containers the Pod does not have: "+strings.Join(absent, ", ")), true
+		return spoofed(CauseAbsent, names.Status+" names containers the Pod does not have: "+strings.Join(absent, ", ")), true
 	}
 	if st.Version != 2 {
 		return Verdict{}, false
@@ -271,7 +271,7 @@ func checkRecord(st *inject.Status, have []string) (Verdict, bool) {
 		want = append(append(want, t.InitContainers...), t.Containers...)
 	}
 	if !slices.Equal(want, st.Injected) {
-		return spoofed(CauseInconsistent, fmt.Sprintf("graft.dev/status lists injected [%s], but its templates record [%s]",
+		return spoofed(CauseInconsistent, fmt.Sprintf("%s lists injected [%s], but its templates record [%s]", names.Status,
 			strings.Join(st.Injected, ", "), strings.Join(want, ", "))), true
 	}
 	return Verdict{}, false

@@ -13,9 +13,6 @@ import (
 	"github.com/graftdev/graft/templates"
 )
 
-// Labels users set (docs: README "Names users see").
-const ()
-
 // NeverSelected are the namespaces the shipped webhook configuration's
 // namespaceSelector leaves out whatever their labels: the control plane's
 // and graft's own (deploy/base/mutatingwebhookconfiguration.yaml; a test

@@ -175,7 +175,7 @@ func (f *exportFixture) requireSame(t *testing.T, pair exportPair, p *corev1.Pod
 		}
 		return wh, true
 	}
-	dropInjectedLabel(t, f.revision, wh.pod, pol.pod)
+	checkInjectedLabel(t, f.revision, wh.pod, pol.pod)
 	var whPod, polPod any
 	if wh.pod != nil {
 		whPod = comparable(wh.pod)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -18,9 +18,6 @@ import (
 // "Webhook or policy?"): the equivalence tests predict these Pods from
 // the Pod and the webhook's answer alone, and require the policies'
 // refusal word for word; every other Pod must come out the same.
-
-// injectedLabel is FORMATS.md §4's Pod label.
-const injectedLabel = "graft.dev/injected"
 
 // maxDigestCombos is the exporter's bound on a template's digest table
 // (export/record.go): enum and bool parameters past it count as the others.
@@ -139,46 +136,30 @@ func domainSize(p *templates.Param) int {
 	return 0
 }
 
-// dropInjectedLabel compares the graft.dev/injected label apart while the
-// engine does not set it (FORMATS.md §4 is being added to the engine on
-// another branch): the policies' label must be the revision exactly when
-// graft.dev/status records a template, recorded in the status, and is
-// then taken out of both for the comparison. Once the webhook's Pod has
-// the label, nothing is taken out.
-func dropInjectedLabel(t *testing.T, revision string, wh, pol *corev1.Pod) {
+// checkInjectedLabel holds both Pods to the graft.dev/injected rule
+// (docs/reference/status-format.md, "The injected label"): the label is
+// set, to the revision, exactly when graft.dev/status records a template,
+// and the record names it. The comparison that follows then covers the
+// label and its place in the record like every other field.
+func checkInjectedLabel(t *testing.T, revision string, wh, pol *corev1.Pod) {
 	t.Helper()
-	if wh == nil || pol == nil {
-		return
-	}
-	if _, ok := wh.Labels[injectedLabel]; ok {
-		return
-	}
-	value, has := pol.Labels[injectedLabel]
-	st, err := inject.ParseStatus(pol.Annotations[inject.StatusAnnotation])
-	want := err == nil && len(st.Templates) > 0
-	if has != want || has && value != revision {
-		t.Fatalf("the policies' Pod has label %s=%q (set %t), want it set to %q exactly when graft.dev/status records a template (%s)",
-			injectedLabel, value, has, revision, pol.Annotations[inject.StatusAnnotation])
-	}
-	if !has {
-		return
-	}
-	recorded := false
-	for i := range st.Templates {
-		l := st.Templates[i].Labels
-		if j := slices.Index(l, injectedLabel); j >= 0 {
-			st.Templates[i].Labels = slices.Delete(l, j, j+1)
-			recorded = true
+	for _, p := range []struct {
+		who string
+		pod *corev1.Pod
+	}{{"webhook's", wh}, {"policies'", pol}} {
+		if p.pod == nil {
+			continue
+		}
+		value, has := p.pod.Labels[names.Injected]
+		status := p.pod.Annotations[names.Status]
+		st, err := inject.ParseStatus(status)
+		want := err == nil && len(st.Templates) > 0
+		if has != want || has && value != revision {
+			t.Fatalf("the %s Pod has label %s=%q (set %t), want it set to %q exactly when %s records a template (%s)",
+				p.who, names.Injected, value, has, revision, names.Status, status)
+		}
+		if has && !slices.ContainsFunc(st.Templates, func(ts inject.TemplateStatus) bool { return slices.Contains(ts.Labels, names.Injected) }) {
+			t.Fatalf("the %s %s does not record label %s: %s", p.who, names.Status, names.Injected, status)
 		}
 	}
-	if !recorded {
-		t.Fatalf("graft.dev/status does not record label %s: %s", injectedLabel, pol.Annotations[inject.StatusAnnotation])
-	}
-	pol.Labels = maps.Clone(pol.Labels)
-	delete(pol.Labels, injectedLabel)
-	if len(pol.Labels) == 0 && wh.Labels == nil {
-		pol.Labels = nil
-	}
-	pol.Annotations = maps.Clone(pol.Annotations)
-	pol.Annotations[inject.StatusAnnotation] = st.Value()
 }

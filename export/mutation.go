@@ -24,8 +24,8 @@ func (p *profile) selectionVars() []celVar {
 	}
 	return []celVar{
 		{"annotations", "object.metadata.?annotations.orValue({})"},
-		{"selection", `"graft.dev/templates" in variables.annotations ? ` +
-			`variables.annotations["graft.dev/templates"].split(",").map(n, n.trim()).filter(n, n != "") : ` + profileList},
+		{"selection", celString(names.Templates) + ` in variables.annotations ? ` +
+			`variables.annotations[` + celString(names.Templates) + `].split(",").map(n, n.trim()).filter(n, n != "") : ` + profileList},
 		{"templates", templates},
 	}
 }

@@ -111,7 +111,7 @@ func (p *profile) meta(name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Labels: map[string]string{
 		"app.kubernetes.io/name":       "graft",
 		"app.kubernetes.io/managed-by": "graft-export",
-		"export.graft.dev/profile":     p.name,
+		names.ExportProfile:            p.name,
 	}}
 }
 

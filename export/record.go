@@ -8,9 +8,10 @@ import (
 	"strings"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/names"
 )
 
-// graft.dev/status version 2 in CEL (FORMATS.md §1, inject/status.go).
+// graft.dev/status version 2 in CEL (docs/reference/status-format.md).
 // CEL has no JSON parser, so the policies read a record with regular
 // expressions, and only in the one form graft writes (canonical: keys in
 // order, names without escapes, appContainers sorted). A Pod carrying a
@@ -56,8 +57,8 @@ func (p *profile) recordVars() []celVar {
 	entry += `, "apps": dyn(e.findAll(` + celString(reAppText) + `).map(x, {"c": dyn(x.split("\"")[1]), "env": dyn(` +
 		namesIn("x", "env") + `), "mounts": dyn(` + namesIn("x", "volumeMounts") + ")}))}"
 	return []celVar{
-		{"recHas", celString(inject.StatusAnnotation) + " in variables.annotations"},
-		{"rec", "variables.annotations[?" + celString(inject.StatusAnnotation) + `].orValue("")`},
+		{"recHas", celString(names.Status) + " in variables.annotations"},
+		{"rec", "variables.annotations[?" + celString(names.Status) + `].orValue("")`},
 		{"recForm", "variables.rec.matches(" + celString(reRecord) + ")"},
 		{"recEntries", "variables.recForm ? variables.rec.findAll(" + celString(reEntry) + ").map(e, " + entry + ") : []"},
 		// The engine reads a value that is not a JSON object as no record,

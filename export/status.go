@@ -28,8 +28,9 @@ func additionVars() []celVar {
 // statusVars write graft.dev/status: the record's entries in order, each
 // with what this call adds for its template, then an entry per template
 // injected for the first time, and the flat "injected" list recomputed.
-// They also decide the graft.dev/injected label (FORMATS.md §4), which is
-// recorded with the first template this call injects.
+// They also decide the graft.dev/injected label, which is recorded with
+// the first template this call injects (docs/reference/status-format.md,
+// "The injected label").
 func (p *profile) statusVars() []celVar {
 	rev := celString(p.revision)
 	label := celString(names.Injected)

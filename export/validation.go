@@ -6,14 +6,15 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/internal/registration"
 )
 
 // The ValidatingAdmissionPolicy's CEL: the engine's parameter checks
 // (inject/entry.go) with its messages, and the final-state guarantee.
 
-// prefixLen is the length of "graft.dev/".
-const prefixLen = len("graft.dev/")
+// prefixLen is the length of names.Prefix, "graft.dev/".
+const prefixLen = len(names.Prefix)
 
 // problemVars compute "problem": "" for a Pod whose graft annotations are
 // valid, else the engine's message for the first problem it would find:
@@ -21,10 +22,10 @@ const prefixLen = len("graft.dev/")
 // selected templates in key order (the order the API server sends them).
 func (p *profile) problemVars() []celVar {
 	allowed := celList(p.allowed)
-	raw := `variables.annotations["graft.dev/templates"]`
+	raw := `variables.annotations[` + celString(names.Templates) + `]`
 	badName := "variables.selection.filter(n, !(n in " + allowed + "))"
-	selectionProblem := `"graft.dev/templates" in variables.annotations && size(` + badName + `) > 0 ? ` +
-		`"annotation graft.dev/templates=" + ` + celQuote(raw) + ` + ": template " + ` + celQuote(badName+"[0]") +
+	selectionProblem := celString(names.Templates) + ` in variables.annotations && size(` + badName + `) > 0 ? ` +
+		celString("annotation "+names.Templates+"=") + ` + ` + celQuote(raw) + ` + ": template " + ` + celQuote(badName+"[0]") +
 		` + " is not allowed here (allowed: ` + strings.Join(p.allowed, ", ") + `)" : ""`
 
 	var chain strings.Builder
@@ -48,7 +49,7 @@ func (p *profile) problemVars() []celVar {
 		` + ": " + variables.rules[variables.bad[0]]`
 	return []celVar{
 		{"selectionProblem", selectionProblem},
-		{"graftKeys", `variables.annotations.filter(k, k.startsWith("graft.dev/") && k.substring(` + strconv.Itoa(prefixLen) +
+		{"graftKeys", `variables.annotations.filter(k, k.startsWith(` + celString(names.Prefix) + `) && k.substring(` + strconv.Itoa(prefixLen) +
 			`).contains(".") && k.substring(` + strconv.Itoa(prefixLen) + `).split(".")[0] in variables.templates).sort()`},
 		{"rules", "variables.graftKeys.map(k,\n  " + chain.String() + ")"},
 		{"bad", `lists.range(size(variables.rules)).filter(i, variables.rules[i] != "")`},
@@ -80,7 +81,7 @@ func (p *profile) guaranteeVars() ([]celVar, error) {
 	}
 	claimed := "c.name in variables.injectedNames && c.name in " + registration.SidecarNames(p.sidecars)
 	return []celVar{
-		{"status", `variables.annotations[?"graft.dev/status"].orValue("")`},
+		{"status", `variables.annotations[?` + celString(names.Status) + `].orValue("")`},
 		{"injectedNames", namesIn("variables.status", "injected")},
 		{"podNames", `object.spec.?containers.orValue([]).map(c, c.name) + object.spec.?initContainers.orValue([]).map(c, c.name)`},
 		{"forged", "object.spec.?initContainers.orValue([]).filter(c, " + claimed + " && !" + initOK + ") +\n" +
@@ -95,10 +96,10 @@ func (p *profile) guaranteeChecks(policy string) []check {
 		{expr: `variables.status != "" || size(variables.templates) == 0`,
 			message: `"graft's MutatingAdmissionPolicy ` + policy + ` did not inject this Pod, and namespace " + request.namespace + ` +
 				`" requires it (profile ` + p.name + `). Check the policy and the API server's log, and create the Pod again, ` +
-				`or opt the Pod out with the label graft.dev/inject: \"false\"."`,
+				`or opt the Pod out with the label ` + names.Inject + `: \"` + names.OptOutValue + `\"."`,
 			reason: "Forbidden"},
 		{expr: "variables.injectedNames.all(n, n in variables.podNames)",
-			message: `"this Pod lacks containers graft injected (graft.dev/status: " + variables.status + ` +
+			message: celString("this Pod lacks containers graft injected ("+names.Status+": ") + ` + variables.status + ` +
 				`"): an admission step after graft removed them. Create the Pod again; if it recurs, check the other mutating admission steps."`,
 			reason: "Forbidden"},
 		{expr: "size(variables.forged) == 0",
@@ -127,19 +128,19 @@ func (p *profile) scopeChecks() []check {
 	return append(out,
 		check{expr: "size(variables.unhashable) == 0",
 			message: `"annotation " + ` + unhashable + ` + "=" + ` + celQuote("variables.annotations["+unhashable+"]") +
-				` + ": graft's exported policy injects only the profile's value of this parameter (graft.dev/status records a digest of ` +
+				` + ": graft's exported policy injects only the profile's value of this parameter (` + names.Status + ` records a digest of ` +
 				`the values, which CEL cannot compute for others); set it in the profile, or create the Pod through graft's webhook"`,
 			reason: string(metav1.StatusReasonInvalid)},
 		check{expr: `size(variables.templates) == 0 || variables.recNone || variables.recOK && size(variables.recStale) == 0`,
 			message: `!variables.recOK ? ` + celString(recordFormMessage) + ` : ` +
-				`"graft.dev/status records template " + variables.recStale[0].n + " at revision " + variables.recStale[0].r + ", digest " + ` +
+				celString(names.Status+" records template ") + ` + variables.recStale[0].n + " at revision " + variables.recStale[0].r + ", digest " + ` +
 				`variables.recStale[0].d + "; graft's webhook would upgrade it to revision ` + p.revision + `, digest " + ` +
 				`variables.digests[variables.recStale[0].n] + ", its exported policy cannot: remove the annotation, or create the Pod through graft's webhook"`,
 			reason: string(metav1.StatusReasonInvalid)})
 }
 
 // recordFormMessage refuses a record the policies cannot read.
-const recordFormMessage = "graft.dev/status is not a version 2 record as graft writes it; graft's webhook rewrites or upgrades " +
+const recordFormMessage = names.Status + " is not a version 2 record as graft writes it; graft's webhook rewrites or upgrades " +
 	"such a record, its exported policy cannot: remove the annotation, or create the Pod through graft's webhook"
 
 // check is one validation.

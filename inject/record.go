@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // record is graft.dev/status as the request path reads it: every string is
@@ -124,7 +126,7 @@ func (r *record) hasLegacy() bool {
 	return false
 }
 
-var errStatus = errors.New("not a graft.dev/status record")
+var errStatus = errors.New("not a " + names.Status + " record")
 
 // parse reads a status value (the annotation's value, unescaped: JSON).
 // Version 2 is {"version":2,"injected":[...],"templates":[{...}]};

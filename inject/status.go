@@ -13,7 +13,7 @@ const StatusAnnotation = names.Status
 
 // Status is graft.dev/status: per template graft injected into a Pod, the
 // revision and content digest it injected and exactly the objects graft
-// itself added. What the Pod already had (a user's env var of the same
+// itself added. docs/reference/status-format.md specifies the format. What the Pod already had (a user's env var of the same
 // name, an annotation already set) is never recorded. `graft audit`,
 // `graft explain` and Uninject read it; the request path reads the same
 // format without allocating.
@@ -82,7 +82,7 @@ type LegacyStatus struct {
 func ParseStatus(value string) (Status, error) {
 	var r record
 	if err := r.parse(value, isPlain(value)); err != nil {
-		return Status{}, fmt.Errorf("graft.dev/status: %w", err)
+		return Status{}, fmt.Errorf("%s: %w", names.Status, err)
 	}
 	st := Status{Version: r.version}
 	text := func(raw string) string {

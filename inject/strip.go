@@ -145,7 +145,7 @@ func statusOf(doc map[string]any) (Status, bool, error) {
 	}
 	s, isString := v.(string)
 	if !isString {
-		return Status{}, true, errors.New("graft.dev/status is not a string")
+		return Status{}, true, errors.New(names.Status + " is not a string")
 	}
 	st, err := ParseStatus(s)
 	return st, true, err

@@ -7,6 +7,8 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/wI2L/jsondiff"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // The rare paths: a Pod whose graft.dev/status records a template at
@@ -156,7 +158,7 @@ func upgradeStrip(obj []byte, pl *plan, profile string) ([]byte, []notice, []str
 		ti := pl.templateIndex(t.Name)
 		switch {
 		case st.Version == 1 && ti >= 0:
-			notes = append(notes, textNotice("graft: upgraded template ", t.Name, " from a version 1 graft.dev/status"))
+			notes = append(notes, textNotice("graft: upgraded template ", t.Name, " from a version 1 ", names.Status))
 		case ti < 0:
 			notes = append(notes, textNotice("graft: removed template ", t.Name, ": profile ", profile, " no longer injects it"))
 		case t.Revision != pl.tmpls[ti].revision || t.Digest != pl.tmpls[ti].digest || st.Template(t.Name) != t:

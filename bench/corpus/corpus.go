@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // Names of the corpora.
@@ -73,7 +75,7 @@ func specs() map[string]Spec {
 		Medium:  {Containers: 6, EnvPerContain: 12, Volumes: 6, Seed: 2},
 		Large:   {Containers: 20, EnvPerContain: 8, Volumes: 12, Seed: 3},
 		Huge:    {Containers: 1, EnvPerContain: 5000, EnvValuePad: 40, Volumes: 3, Seed: 4},
-		Skip:    {Containers: 2, EnvPerContain: 12, Volumes: 3, Seed: 1, Labels: map[string]string{"graft.dev/inject": "false"}},
+		Skip:    {Containers: 2, EnvPerContain: 12, Volumes: 3, Seed: 1, Labels: map[string]string{names.Inject: names.OptOutValue}},
 		V1beta1: {Containers: 2, EnvPerContain: 12, Volumes: 3, Seed: 1, APIVersion: "admission.k8s.io/v1beta1"},
 		Prepend: {Containers: 2, EnvPerContain: 12, InitContainers: 2, Volumes: 3, Seed: 1},
 		Token:   {Containers: 2, EnvPerContain: 12, Volumes: 3, Seed: 1, ServiceAccountToken: true},

@@ -16,15 +16,6 @@ import (
 // any error, as for every command).
 const exitFound = 3
 
-// exitError carries an exit code other than 1 to main.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
 type auditFlags struct {
 	cluster       clusterFlags
 	namespace     string

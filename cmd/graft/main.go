@@ -1,5 +1,9 @@
 // Command graft is the sidecar-injecting admission webhook and its offline
-// tools. Each subcommand lives in its own file.
+// tools. Each subcommand lives in its own file, with its flags; flags.go
+// holds those several share. The work is done by the packages they wire
+// up: webhook (serve), internal/offline and internal/manifest (inject,
+// explain, uninject, render), internal/live (audit, explain KIND/NAME),
+// export, internal/registration (webhooks) and webhook/certgen (certs).
 package main
 
 import (
@@ -37,6 +41,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// exitError carries an exit code other than 1 to main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "graft",
@@ -59,16 +72,4 @@ func newRootCmd() *cobra.Command {
 		newVersionCmd(),
 	)
 	return root
-}
-
-func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print graft's version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintln(cmd.OutOrStdout(), "graft", version)
-			return err
-		},
-	}
 }

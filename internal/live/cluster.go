@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/graftdev/graft/audit"
-	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/names"
 )
 
@@ -136,7 +135,7 @@ func auditPod(p *corev1.Pod) (audit.Pod, error) {
 		return audit.Pod{}, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	out := audit.Pod{Namespace: p.Namespace, Name: p.Name, Created: p.CreationTimestamp.Time, Labels: p.Labels, JSON: raw}
-	out.Status, out.HasStatus = p.Annotations[inject.StatusAnnotation]
+	out.Status, out.HasStatus = p.Annotations[names.Status]
 	out.Containers = make([]string, 0, len(p.Spec.InitContainers)+len(p.Spec.Containers))
 	for _, c := range p.Spec.InitContainers {
 		out.Containers = append(out.Containers, c.Name)

@@ -28,7 +28,7 @@ const offlineUser = "graft-offline"
 // to the webhook: a CREATE AdmissionReview (admission.k8s.io/v1) per Pod,
 // to the profile the namespace's labels select.
 type admitter struct {
-	engine Engine
+	engine engine
 	sel    *selector
 	// namespace is used for objects that do not name theirs.
 	namespace string

@@ -18,10 +18,10 @@ import (
 	"github.com/graftdev/graft/templates"
 )
 
-// Engine is what the offline commands run Pods through: the
+// engine is what the offline commands run Pods through: the
 // configuration's revisions (inject.Revisions, as graft serve does), or
 // one inject.Engine.
-type Engine interface {
+type engine interface {
 	Admit(dst, body []byte, o inject.Options) ([]byte, inject.Result, error)
 	Explain(body []byte, o inject.Options) (*inject.Explanation, error)
 	DefaultProfile() string

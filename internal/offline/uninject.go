@@ -7,6 +7,7 @@ import (
 
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/manifest"
+	"github.com/graftdev/graft/internal/names"
 )
 
 // Uninject removes from every Pod and Pod template of docs, in place,
@@ -48,7 +49,7 @@ func uninjectDocument(d *manifest.Document, rep *reporter, keepText bool) []erro
 			continue
 		}
 		if string(un.Patch) == "[]" {
-			rep.object(d, s.Ref(), "no graft.dev/status: unchanged")
+			rep.object(d, s.Ref(), "no "+names.Status+": unchanged")
 			continue
 		}
 		o, err := s.DocumentOps(un.Patch)

@@ -1,7 +1,8 @@
 // Package refdocs generates the references that must not drift from the
 // code: docs/reference/configuration.md and the Helm chart's schema of its
 // config value from the configuration file's Go types (config, inject),
-// and docs/reference/templates.md from the template format's (templates).
+// docs/reference/templates.md from the template format's (templates), and
+// docs/reference/names.md from the names users see (internal/names).
 // Keys, types and descriptions come from the types and their doc comments,
 // defaults from the running defaults, and each template function's example
 // is rendered by the template engine itself. A key or template function

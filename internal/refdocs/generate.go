@@ -23,6 +23,7 @@ func Generate(root string) ([]File, error) {
 	}{
 		{"docs/reference/configuration.md", configReference},
 		{"docs/reference/templates.md", templatesReference},
+		{"docs/reference/names.md", namesReference},
 		{ChartSchema, chartSchema},
 	} {
 		data, err := g.gen(root)

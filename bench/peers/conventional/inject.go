@@ -9,25 +9,27 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/graftdev/graft/templates"
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/graftdev/graft/internal/names"
+	"github.com/graftdev/graft/templates"
 )
 
 // maxBody is what a webhook must accept: reviews of a few MiB.
 const maxBody = 7 << 20
 
-// Names graft uses, kept in step with the engine's.
+// Names graft uses, the engine's own.
 const (
-	injectLabel      = "graft.dev/inject"
-	statusAnnotation = "graft.dev/status"
+	injectLabel      = names.Inject
+	statusAnnotation = names.Status
 	// injectedLabel carries the revision graft injected from; the peer
 	// serves what graft's default revision does.
-	injectedLabel    = "graft.dev/injected"
+	injectedLabel    = names.Injected
 	injectedRevision = "default"
-	mirrorAnnotation = "kubernetes.io/config.mirror"
+	mirrorAnnotation = names.MirrorAnnotation
 )
 
 var excludedNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}

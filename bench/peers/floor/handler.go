@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"github.com/bytedance/sonic/ast"
 	"github.com/valyala/fasthttp"
@@ -32,7 +31,7 @@ func (h *handler) serve(ctx *fasthttp.RequestCtx) {
 	}
 	body := ctx.PostBody()
 	// The searcher only reads; the string does not outlive this call.
-	s := ast.NewSearcher(unsafe.String(unsafe.SliceData(body), len(body)))
+	s := ast.NewSearcher(bytesString(body))
 	apiVersion, err1 := nodeString(s, "apiVersion")
 	uid, err2 := nodeString(s, "request", "uid")
 	if err1 != nil || err2 != nil || uid == "" || !strings.HasPrefix(apiVersion, "admission.k8s.io/") {
@@ -43,7 +42,7 @@ func (h *handler) serve(ctx *fasthttp.RequestCtx) {
 	patch := h.patch(size, fixedLen(apiVersion, uid))
 	ctx.SetContentType("application/json")
 	out := ctx.Response.BodyWriter()
-	w := func(s string) { _, _ = out.Write(unsafe.Slice(unsafe.StringData(s), len(s))) }
+	w := func(s string) { _, _ = out.Write(stringBytes(s)) }
 	w(`{"apiVersion":"`)
 	w(apiVersion)
 	w(`","kind":"AdmissionReview","response":{"uid":"`)

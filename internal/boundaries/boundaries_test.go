@@ -1,0 +1,186 @@
+package boundaries
+
+import (
+	"bufio"
+	"bytes"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"maps"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/graftdev/graft"
+
+// repoRoot is the repository's root: tests run in internal/boundaries.
+const repoRoot = "../.."
+
+// importGraph is what `go list -deps` says of the main module's packages
+// and everything they import (tests excluded): each package's direct
+// imports.
+type importGraph map[string][]string
+
+// loadGraph lists every package of the main module and its dependencies.
+func loadGraph(t *testing.T) importGraph {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}\t{{join .Imports \" \"}}", "./...")
+	cmd.Dir = repoRoot
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./...: %v\n%s", err, stderr.Bytes())
+	}
+	g := importGraph{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		path, imports, _ := strings.Cut(sc.Text(), "\t")
+		g[path] = strings.Fields(imports)
+	}
+	if len(g[module+"/inject"]) == 0 {
+		t.Fatalf("go list -deps listed no imports of %s/inject:\n%s", module, out)
+	}
+	return g
+}
+
+// chain returns a shortest import chain from pkg to a package that
+// matches, or nil if pkg depends on none.
+func (g importGraph) chain(pkg string, matches func(string) bool) []string {
+	prev := map[string]string{pkg: ""}
+	queue := []string{pkg}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if p != pkg && matches(p) {
+			var c []string
+			for ; p != ""; p = prev[p] {
+				c = append(c, p)
+			}
+			slices.Reverse(c)
+			return c
+		}
+		for _, next := range g[p] {
+			if _, seen := prev[next]; !seen {
+				prev[next] = p
+				queue = append(queue, next)
+			}
+		}
+	}
+	return nil
+}
+
+// under reports whether path is one of prefixes or a package under one.
+func under(prefixes ...string) func(string) bool {
+	return func(path string) bool {
+		for _, p := range prefixes {
+			if path == p || strings.HasPrefix(path, p+"/") {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// clientGo is the Kubernetes client library: only internal/live reads
+// a cluster.
+const clientGo = "k8s.io/client-go"
+
+// The written boundaries: what a package must never depend on, directly
+// or through anything it imports.
+func TestPackagesStayInsideTheirBoundaries(t *testing.T) {
+	g := loadGraph(t)
+	server := []string{"github.com/valyala/fasthttp", module + "/webhook"}
+	logging := []string{"go.uber.org/zap"}
+	metrics := []string{"github.com/prometheus/client_golang"}
+	rules := []struct {
+		pkg, why  string
+		forbidden []string
+	}{
+		{module + "/inject", "the engine reports what happened in a result; the server turns it into logs and metrics, and it reads no cluster",
+			slices.Concat(server, logging, metrics, []string{clientGo})},
+		{module + "/internal/offline", "the offline commands run the engine without the server", server},
+		{module + "/internal/manifest", "the offline commands run the engine without the server", server},
+		{module + "/audit", "audit is handed Pods and Namespaces; internal/live reads the cluster", slices.Concat(server, []string{clientGo})},
+	}
+	for _, r := range rules {
+		if _, ok := g[r.pkg]; !ok {
+			t.Errorf("%s: no such package in the module: a rule that checks nothing", r.pkg)
+			continue
+		}
+		if c := g.chain(r.pkg, under(r.forbidden...)); c != nil {
+			t.Errorf("%s depends on %s (%s), and must not: %s", r.pkg, c[len(c)-1], strings.Join(c, " -> "), r.why)
+		}
+	}
+}
+
+// client-go is reached only through internal/live: a package of the
+// module that depends on it is internal/live or imports it, and no other
+// package of the module imports client-go itself.
+func TestClientGoOnlyThroughLive(t *testing.T) {
+	g := loadGraph(t)
+	live := module + "/internal/live"
+	if c := g.chain(live, under(clientGo)); c == nil {
+		t.Fatalf("%s does not depend on client-go: the rule checks nothing", live)
+	}
+	for _, pkg := range slices.Sorted(maps.Keys(g)) {
+		if !under(module)(pkg) || pkg == live {
+			continue
+		}
+		c := g.chain(pkg, under(clientGo))
+		if c == nil {
+			continue
+		}
+		if !slices.Contains(c, live) {
+			t.Errorf("%s depends on client-go other than through %s: %s", pkg, live, strings.Join(c, " -> "))
+		}
+	}
+}
+
+// unsafe code is fenced into files named unsafe*.go, in both modules and
+// in tests too, so a reviewer knows where to look.
+func TestUnsafeOnlyInUnsafeFiles(t *testing.T) {
+	fset := token.NewFileSet()
+	var fenced []string
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != repoRoot && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); p != "unsafe" {
+				continue
+			}
+			rel, _ := filepath.Rel(repoRoot, path)
+			if strings.HasPrefix(filepath.Base(path), "unsafe") {
+				fenced = append(fenced, rel)
+			} else {
+				t.Errorf("%s imports unsafe: move that code into a file named unsafe*.go", rel)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fenced) == 0 {
+		t.Error("no unsafe*.go file imports unsafe: the walk found nothing, or the fence moved")
+	}
+	t.Logf("unsafe code is in %s", strings.Join(fenced, ", "))
+}
