@@ -24,9 +24,12 @@ const (
 	reName    = `"[^"\\]+"`
 	reList    = `\[` + reName + `(,` + reName + `)*\]`
 	reApp     = reName + `:\{("env":` + reList + `(,"volumeMounts":` + reList + `)?|"volumeMounts":` + reList + `)\}`
-	reEntry   = `\{"name":` + reName + `,"revision":` + reName + `,"digest":` + reName + `(,"initContainers":` + reList + `)?(,"containers":` + reList + `)?(,"volumes":` + reList + `)?(,"imagePullSecrets":` + reList + `)?(,"annotations":` + reList + `)?(,"labels":` + reList + `)?(,"appContainers":\{` + reApp + `(,` + reApp + `)*\})?\}`
+	reEntry   = `\{"name":` + reName + `,"revision":` + reName + `,"digest":` + reName + `(,"initContainers":` + reList + `)?(,"containers":` + reList + `)?(,"volumes":` + reList + `)?(,"imagePullSecrets":` + reList + `)?(,"annotations":` + reList + `)?(,"labels":` + reList + `)?(,"appContainers":\{` + reApp + `(,` + reApp + `)*\})?` + rePodRes + `?\}`
 	reRecord  = `^\{"version":2(,"injected":` + reList + `)?(,"templates":\[` + reEntry + `(,` + reEntry + `)*\])?\}$`
 	reAppText = `"[^"]+":\{"(env|volumeMounts)":[^{}]*\}`
+	// rePodRes is what the webhook recorded it added to pod-level
+	// resources; the exported policies add nothing there, and keep it.
+	rePodRes = `(,"podResources":\{("requests":\{[^{}]*\})?,?("limits":\{[^{}]*\})?\})`
 )
 
 // recordKeys are an entry's lists as the CEL maps below name them, with

@@ -106,9 +106,12 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 			return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil
 		}
 		if rw.denyMsg != "" {
-			return e.denyConflict(dst, rv, rw.denyMsg, &res, ex), res, nil
+			return e.deny(dst, rv, rw.reason, rw.denyMsg, &res, ex), res, nil
 		}
 		return e.answer(dst, rv, ent, rw.patch, rw.ops, rw.notices, &res, ex), res, nil
+	}
+	if len(s.podAdds) > 0 && ps.cfg.PodResources == PodResourcesDeny {
+		return e.deny(dst, rv, ReasonPodResources, s.podResourcesDenial(pl, ps.name), &res, ex), res, nil
 	}
 	if len(s.edits) == 0 {
 		return e.answer(dst, rv, ent, nil, 0, s.notices, &res, ex), res, nil
@@ -120,7 +123,7 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 	if e.late(o.Deadline) {
 		return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil
 	}
-	return e.answer(dst, rv, ent, s.patch, len(rc.ops), s.notices, &res, ex), res, nil
+	return e.answer(dst, rv, ent, s.patch, len(rc.ops)+s.podResOps, s.notices, &res, ex), res, nil
 }
 
 // writePatch appends to s.patch the patch for the edits merge left in s,
@@ -140,6 +143,7 @@ func (e *Engine) writePatch(pl *plan, p *pod, s *scratch) (*patchRecipe, error) 
 		s.resourced = limitRangeDefaults(pl, p, v, s)
 	}
 	s.patch = appendPatch(s.patch[:0], rc, pl, s)
+	s.patch, s.podResOps = appendPodResourceOps(s.patch, p, s)
 	return rc, nil
 }
 

@@ -92,6 +92,12 @@ type Profile struct {
 	// PodSecurity bounds the Pod Security level what the profile injects
 	// may need (docs/pod-security.md).
 	PodSecurity PodSecurity `json:"podSecurity,omitzero"`
+	// PodResources answers a Pod that sets pod-level resources
+	// (spec.resources): add (the default) adds the requests and limits of
+	// the containers graft injects to its pod-level figures, so that the
+	// Pod stays valid; deny refuses it, naming what the sidecars request
+	// (docs/pod-security.md).
+	PodResources PodResourcesMode `json:"podResources,omitempty"`
 }
 
 // Config is the engine's configuration.
@@ -165,6 +171,14 @@ func (p *Profile) defaults() error {
 	}
 	if err := p.PodSecurity.defaults(); err != nil {
 		return err
+	}
+	if p.PodResources == "" {
+		p.PodResources = PodResourcesAdd
+	}
+	switch p.PodResources {
+	case PodResourcesAdd, PodResourcesDeny:
+	default:
+		return fmt.Errorf("podResources %q: want %q or %q", p.PodResources, PodResourcesAdd, PodResourcesDeny)
 	}
 	switch p.OnInvalidParams {
 	case InvalidDeny, InvalidUseDefault:

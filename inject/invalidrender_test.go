@@ -34,7 +34,7 @@ fragment: |
     - name: graft-agent{{ if eq .logLevel "debug" }}_X{{ end }}
       image: example.com/agent:1
       restartPolicy: Always
-      args: ["--log-level={{ .logLevel }}"]
+      args: [{{ printf "--log-level=%s" .logLevel | quote }}]
       resources: {requests: {memory: {{ .memory | quote }}}}
       securityContext: ` + restrictedSecurityContext + `
 `)},

@@ -182,6 +182,7 @@ func merge(pl *plan, keep, repairs bool, p *pod, s *scratch, cache *recordCache)
 	s.markMissing(pl.annotations, p.annotationKeys)
 	s.markMissing(pl.labels[:pl.injectedAt], p.labelKeys)
 	injected, replaceInjected := s.markInjected(pl, p)
+	s.podResourceAdds(pl, p)
 	// A status graft wrote, to which this request adds nothing, stays.
 	unchanged := s.curCanonical && !s.addedAny && s.recordsAll(pl)
 	if !unchanged {

@@ -49,6 +49,10 @@ type pod struct {
 	// the Pod securityContext's runAsUser (collide.go).
 	ports []port
 	uid   uid
+	// podRes is spec.resources, and podReq and podLim its requests and
+	// limits (podresources.go).
+	podRes         presence
+	podReq, podLim []kv
 }
 
 type kv struct{ key, value string }
@@ -90,6 +94,8 @@ func (p *pod) reset() {
 		envNames:       p.envNames[:0],
 		mounts:         p.mounts[:0],
 		ports:          p.ports[:0],
+		podReq:         p.podReq[:0],
+		podLim:         p.podLim[:0],
 	}
 	p.os.reset()
 }
@@ -306,6 +312,8 @@ func parseSpec(sc *scanner, p *pod) error {
 			var err error
 			p.uid, err = parseRunAsUser(sc)
 			return err
+		case "resources":
+			return parsePodResources(sc, p)
 		case "imagePullSecrets":
 			if p.secrets = member(sc); p.secrets == isNull {
 				return nil

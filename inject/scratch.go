@@ -51,6 +51,10 @@ type scratch struct {
 	// injected before: they do not collide with the app containers
 	// (upgrade.go).
 	replaced []string
+	// podAdds is what this request adds to the Pod's pod-level resources,
+	// and podResOps how many patch ops that took (podresources.go).
+	podAdds   []podAdd
+	podResOps int
 }
 
 func (s *scratch) reset() {
@@ -74,6 +78,7 @@ func (s *scratch) reset() {
 	s.tokenVolume = ""
 	s.resourced = nil
 	s.replaced = nil
+	s.podAdds, s.podResOps = s.podAdds[:0], 0
 }
 
 // scratchPool keeps scratch between requests: a free list, not a

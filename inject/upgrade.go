@@ -30,8 +30,10 @@ import (
 
 // reworked is the answer the rare paths computed.
 type reworked struct {
-	// denyMsg, when set, refuses the Pod (a conflict under onConflict: deny).
+	// denyMsg, when set, refuses the Pod for reason (a conflict under
+	// onConflict: deny, or pod-level resources under podResources: deny).
 	denyMsg string
+	reason  Reason
 	// patch is the RFC 6902 patch, ops counts its operations.
 	patch []byte
 	ops   int
@@ -64,7 +66,7 @@ func (e *Engine) rework(ps *profileState, pl *plan, obj string, upgrade bool) (*
 		s.replaced = replaced
 		switch merge(pl, keep, pass == 0, p2, s, nil) {
 		case mergeConflict:
-			rw.denyMsg = string(conflictMessage(nil, s.conflict, pl, ps.name))
+			rw.denyMsg, rw.reason = string(conflictMessage(nil, s.conflict, pl, ps.name)), ReasonConflict
 			return rw, nil
 		case mergeUpgrade:
 			return nil, fmt.Errorf("internal: the Pod still needs an upgrade after one")
@@ -79,6 +81,10 @@ func (e *Engine) rework(ps *profileState, pl *plan, obj string, upgrade bool) (*
 			continue
 		}
 		rw.notices = append(rw.notices, s.notices...)
+		if len(s.podAdds) > 0 && ps.cfg.PodResources == PodResourcesDeny {
+			rw.denyMsg, rw.reason = s.podResourcesDenial(pl, ps.name), ReasonPodResources
+			return rw, nil
+		}
 		if len(s.edits) > 0 {
 			if _, err := e.writePatch(pl, p2, s); err != nil {
 				return nil, err
@@ -169,6 +175,7 @@ func upgradeStrip(obj []byte, pl *plan, profile string) ([]byte, []notice, []str
 			continue
 		}
 		o.addTemplate(t)
+		subtractPodResources(doc, t)
 		if ti >= 0 {
 			replaced = append(replaced, t.Name)
 		}

@@ -108,7 +108,7 @@ func lintDir(fsys fs.FS, dir string, cases func(*Template) []lintCase) ([]*Templ
 		if t.Name != base {
 			problems = append(problems, Problem{file, t.Name, fmt.Sprintf("template name %q does not match the file name", t.Name)})
 		}
-		for _, msg := range lintBooleans(data) {
+		for _, msg := range append(lintBooleans(data), t.lintInterpolation()...) {
 			problems = append(problems, Problem{file, t.Name, msg})
 		}
 		msgs, f := lintTemplate(t, cases(t))

@@ -182,9 +182,19 @@ func (t *Template) Values(overrides map[string]string) (map[string]any, error) {
 // *RenderError, see checkFragment): every caller, the engine included,
 // gets only fragments that pass lint's Kubernetes checks.
 func (t *Template) Render(overrides map[string]string) (*Fragment, error) {
-	text, err := t.RenderYAML(overrides)
+	vals, err := t.Values(overrides)
 	if err != nil {
 		return nil, err
+	}
+	text, err := t.execute(vals)
+	if err != nil {
+		return nil, err
+	}
+	// A value must not change the document's structure (structure.go):
+	// checked before the fragment is, since such a value may render a
+	// fragment that passes every other rule.
+	if problems := t.checkStructure(vals, text); len(problems) > 0 {
+		return nil, &RenderError{Template: t.Name, Problems: problems}
 	}
 	f, err := parseFragment(text)
 	if err != nil {
@@ -203,6 +213,11 @@ func (t *Template) RenderYAML(overrides map[string]string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return t.execute(vals)
+}
+
+// execute runs the fragment with resolved values.
+func (t *Template) execute(vals map[string]any) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := t.tmpl.Execute(&buf, vals); err != nil {
 		return nil, &RenderError{Template: t.Name, Problems: []string{"render: " + err.Error()}, err: err}
