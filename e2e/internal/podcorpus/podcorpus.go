@@ -378,7 +378,18 @@ func (g *gen) resources(p *corev1.Pod, requests, limits bool) {
 // their aggregate (or above it, with slack), limits at least each
 // container's and the requests.
 func (g *gen) podResources(p *corev1.Pod, limits, slack bool) {
-	req := aggregate(p, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests })
+	// A container with limits and no requests gets requests equal to
+	// its limits (API defaulting) before validation compares.
+	req := aggregate(p, func(c *corev1.Container) corev1.ResourceList {
+		out := corev1.ResourceList{}
+		for name, q := range c.Resources.Limits {
+			out[name] = q
+		}
+		for name, q := range c.Resources.Requests {
+			out[name] = q
+		}
+		return out
+	})
 	cpu, mem := req[corev1.ResourceCPU], req[corev1.ResourceMemory]
 	if cpu.IsZero() && mem.IsZero() || slack {
 		addTo(req, corev1.ResourceCPU, milli(int64(100+g.r.IntN(400))))
