@@ -185,11 +185,12 @@ func conflictVars(inits, containers, volumes, env, mounts string) []celVar {
 // and inject/collide.go).
 func (p *profile) conflictMessage() string {
 	c := "variables.conflicts[0]"
-	suffix := ` to admit such Pods without " + ` + c + ".t"
+	// keep ends each message inside its CEL string literal.
+	keep := `; change it, or set onConflict: keep in profile \"` + p.name + `\" to admit such Pods without " + ` + c + ".t"
 	return c + `.k == "env" ? "container \"" + ` + c + `.c + "\" already sets env var \"" + ` + c + `.n + "\", which template " + ` + c + `.t + ` +
-		`" sets in every app container; change it, or set onConflict: keep in profile \"` + p.name + `\"` + suffix + " :\n" +
+		`" sets in every app container` + keep + " :\n" +
 		c + `.k == "mount" ? "container \"" + ` + c + `.c + "\" already mounts volume \"" + ` + c + `.n + "\" at " + ` + c + `.m + ", where template " + ` + c + `.t + ` +
-		`" mounts volume \"" + ` + c + `.g + "\"; change it, or set onConflict: keep in profile \"` + p.name + `\"` + suffix + " :\n" +
+		`" mounts volume \"" + ` + c + `.g + "\"` + keep + " :\n" +
 		`"Pod already has " + ` + c + `.o + " \"" + ` + c + `.n + "\", which graft did not inject; rename it, or set onConflict: keep in profile \"` +
-		p.name + `\"` + suffix
+		p.name + `\" to admit such Pods without " + ` + c + ".t"
 }

@@ -79,7 +79,7 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 	if p.os.targets()&pl.os == 0 {
 		if ex != nil {
 			ex.Templates = ent.plan.templates
-			ex.Message = fmt.Sprintf("the Pod runs on %s (%s), and templates %s support %s",
+			ex.Message = fmt.Sprintf("the Pod runs on %s (%s); the templates (%s) run on %s",
 				p.os.targets(), p.os.why(pl.os), strings.Join(pl.templates, ", "), pl.os)
 		}
 		return skip(dst, rv, ReasonOS, &res), res, nil

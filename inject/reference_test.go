@@ -10,6 +10,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/wI2L/jsondiff"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/graftdev/graft/internal/names"
 )
@@ -131,6 +132,45 @@ func referenceInject(t *testing.T, pl *plan, object []byte, keep bool) (patched 
 			}
 		}
 	}
+	// Pod-level resources: each template's containers' requests added to
+	// each pod-level request, their limits (else requests) to each limit.
+	if res := pod.Spec.Resources; res != nil && (len(res.Requests) > 0 || len(res.Limits) > 0) {
+		adds := make([]PodResources, len(pl.tmpls))
+		for _, l := range [][]element{pl.inits, pl.sidecars} {
+			for _, el := range l {
+				if skip[el.tmpl] {
+					continue
+				}
+				var c corev1.Container
+				decode(el.raw, &c)
+				for name := range res.Requests {
+					if q, ok := c.Resources.Requests[name]; ok && !q.IsZero() {
+						sum := res.Requests[name]
+						sum.Add(q)
+						res.Requests[name] = sum
+						adds[el.tmpl].Requests = addRecorded(adds[el.tmpl].Requests, string(name), q)
+					}
+				}
+				for name := range res.Limits {
+					q, ok := c.Resources.Limits[name]
+					if !ok {
+						q, ok = c.Resources.Requests[name]
+					}
+					if ok && !q.IsZero() {
+						sum := res.Limits[name]
+						sum.Add(q)
+						res.Limits[name] = sum
+						adds[el.tmpl].Limits = addRecorded(adds[el.tmpl].Limits, string(name), q)
+					}
+				}
+			}
+		}
+		for i := range entries {
+			if len(adds[i].Requests) > 0 || len(adds[i].Limits) > 0 {
+				entries[i].PodResources = &adds[i]
+			}
+		}
+	}
 	// graft.dev/injected: the revision, recorded by the first template
 	// injected, unless the Pod already carries it.
 	if i := slices.Index(skip, false); i >= 0 && pod.Labels[names.Injected] != pl.revision {
@@ -219,4 +259,18 @@ func referenceCollides(pl *plan, ti int, pod *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// addRecorded adds q to m[name], as graft.dev/status records it.
+func addRecorded(m map[string]string, name string, q resource.Quantity) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	if v, ok := m[name]; ok {
+		sum := resource.MustParse(v)
+		sum.Add(q)
+		q = sum
+	}
+	m[name] = q.String()
+	return m
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -112,7 +113,7 @@ func sameObject(t *testing.T, want, got []byte) bool {
 
 // canonicalPodResources writes the Pod's pod-level quantities
 // canonically: graft uninject takes back what graft added to them, and
-// writes the result as Kubernetes does ("0.2" comes back as "200m").
+// writes the result in one spelling ("0.2" comes back as "200m").
 func canonicalPodResources(pod any) {
 	spec, _ := pod.(map[string]any)["spec"].(map[string]any)
 	res, _ := spec["resources"].(map[string]any)
@@ -121,7 +122,7 @@ func canonicalPodResources(pod any) {
 		for k, v := range m {
 			if s, ok := v.(string); ok {
 				if q, err := resource.ParseQuantity(s); err == nil {
-					m[k] = q.String()
+					m[k] = strconv.FormatInt(q.MilliValue(), 10) // one spelling per value: 1e3, 1k and 1000 alike
 				}
 			}
 		}
