@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/names"
@@ -44,33 +45,75 @@ func TestCheckNamespace(t *testing.T) {
 	}
 }
 
-// TestReportShowsUnselectedNamespaces: every output carries them.
+// TestReportShowsUnselectedNamespaces: every output carries them, after
+// the Pods (or workloads).
 func TestReportShowsUnselectedNamespaces(t *testing.T) {
-	rep := &Report{Namespaces: []NamespaceResult{{Name: "shop", Inject: "enabled", Revision: "defualt",
-		Reason: ReasonRevisionUnknown, Detail: "graft.dev/rev=defualt is neither a revision nor a tag graft serves"}}}
-	var table, js, prom bytes.Buffer
-	if err := rep.WriteTable(&table, false); err != nil {
-		t.Fatal(err)
-	}
-	if err := rep.WriteJSON(&js); err != nil {
-		t.Fatal(err)
-	}
-	if err := rep.WritePrometheus(&prom); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"Namespaces whose labels select no webhook of graft:", "shop", "graft.dev/inject=enabled,graft.dev/rev=defualt",
-		"revision-unknown", "is neither a revision nor a tag"} {
-		if !strings.Contains(table.String(), want) {
-			t.Errorf("table lacks %q:\n%s", want, table.String())
+	rep := NewReport(time.Unix(0, 0))
+	rep.Namespaces = []NamespaceResult{{Name: "shop", Inject: "enabled", Revision: "defualt",
+		Reason: ReasonRevisionUnknown, Detail: "graft.dev/rev=defualt is neither a revision nor a tag graft serves"}}
+	pod := PodResult{Namespace: "apps", Name: "web", Workload: Workload{Kind: "Pod", Name: "web"}, Verdict: Verdict{Class: Current}}
+	rep.Add(&pod)
+	out := map[string]*bytes.Buffer{}
+	for _, format := range []string{"table", "json", "prometheus"} {
+		for _, workloads := range []bool{false, true} {
+			var buf bytes.Buffer
+			w, err := NewWriter(&buf, format, workloads, rep.Time)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Pod(&pod); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(rep); err != nil {
+				t.Fatal(err)
+			}
+			if !workloads {
+				out[format] = &buf
+			} else if format == "table" && !strings.Contains(buf.String(), "revision-unknown") {
+				t.Errorf("table by workload lacks the namespaces:\n%s", buf.String())
+			}
 		}
 	}
+	table := out["table"].String()
+	for _, want := range []string{"Namespaces whose labels select no webhook of graft:", "shop", "graft.dev/inject=enabled,graft.dev/rev=defualt",
+		"revision-unknown", "is neither a revision nor a tag"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+	if strings.Index(table, "apps") > strings.Index(table, "shop") {
+		t.Errorf("table lists the namespaces before the Pods:\n%s", table)
+	}
 	var got struct {
+		Pods       []json.RawMessage `json:"pods"`
 		Namespaces []NamespaceResult `json:"namespaces"`
 	}
-	if err := json.Unmarshal(js.Bytes(), &got); err != nil || len(got.Namespaces) != 1 || got.Namespaces[0] != rep.Namespaces[0] {
-		t.Errorf("json namespaces %+v (%v), want %+v", got.Namespaces, err, rep.Namespaces)
+	if err := json.Unmarshal(out["json"].Bytes(), &got); err != nil || len(got.Pods) != 1 || len(got.Namespaces) != 1 || got.Namespaces[0] != rep.Namespaces[0] {
+		t.Errorf("json pods %d, namespaces %+v (%v), want 1 Pod and %+v:\n%s", len(got.Pods), got.Namespaces, err, rep.Namespaces, out["json"])
 	}
-	if want := `graft_audit_unselected_namespaces{namespace="shop",reason="revision-unknown"} 1`; !strings.Contains(prom.String(), want) {
-		t.Errorf("prometheus output lacks %s:\n%s", want, prom.String())
+	if want := `graft_audit_unselected_namespaces{namespace="shop",reason="revision-unknown"} 1`; !strings.Contains(out["prometheus"].String(), want) {
+		t.Errorf("prometheus output lacks %s:\n%s", want, out["prometheus"])
+	}
+}
+
+// TestReportWithoutUnselectedNamespaces: none to tell, nothing said but
+// an empty list where the schema has one.
+func TestReportWithoutUnselectedNamespaces(t *testing.T) {
+	rep := NewReport(time.Unix(0, 0))
+	for _, format := range []string{"table", "json", "prometheus"} {
+		var buf bytes.Buffer
+		w, err := NewWriter(&buf, format, false, rep.Time)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(rep); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(buf.String(), "select no webhook") || strings.Contains(buf.String(), "unselected") {
+			t.Errorf("%s output tells of namespaces with none:\n%s", format, buf.String())
+		}
+		if format == "json" && !strings.Contains(buf.String(), `"namespaces": []`) {
+			t.Errorf("json output lacks an empty namespaces list:\n%s", buf.String())
+		}
 	}
 }

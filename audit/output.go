@@ -21,18 +21,37 @@ import (
 // removes or renames a field gets a new version.
 const ReportVersion = "audit.graft.dev/v1alpha1"
 
-// jsonReport is the -o json schema (README: Fleet audit).
-type jsonReport struct {
-	APIVersion string         `json:"apiVersion"`
-	Kind       string         `json:"kind"`
-	Time       string         `json:"time"`
-	Summary    jsonSummary    `json:"summary"`
-	Pods       []jsonPod      `json:"pods"`
-	Workloads  []jsonWorkload `json:"workloads"`
-	// Namespaces whose graft labels select no webhook.
-	Namespaces []NamespaceResult `json:"namespaces"`
+// Writer writes a report as its run goes: each Pod as it is classified,
+// and what needs every Pod (the summary, the workloads, the Prometheus
+// series) once the run is over. Nothing it writes before Close depends on
+// a later Pod, so it keeps no Pods.
+type Writer interface {
+	// Pod writes one Pod's line, in the order the API server lists them.
+	Pod(p *PodResult) error
+	// Close writes what follows the Pods and flushes.
+	Close(r *Report) error
 }
 
+// NewWriter writes to w in format "json" (the documented schema), "table"
+// (one line per Pod, or per workload with workloads set) or "prometheus"
+// (the text format). start is when the run started.
+func NewWriter(w io.Writer, format string, workloads bool, start time.Time) (Writer, error) {
+	switch format {
+	case "json":
+		return &jsonWriter{w: w, start: start}, nil
+	case "table":
+		tw := &tableWriter{tw: tabwriter.NewWriter(w, 0, 8, 3, ' ', 0), workloads: workloads}
+		return tw, nil
+	case "prometheus":
+		return &promWriter{w: w}, nil
+	}
+	return nil, fmt.Errorf("output format %q: want table, json or prometheus", format)
+}
+
+// jsonPod, jsonWorkload and jsonSummary are the -o json schema's
+// (apiVersion ReportVersion, kind AuditReport, time, pods, workloads and
+// summary, and the namespaces whose graft labels select no webhook; see
+// the README's Fleet audit).
 type jsonSummary struct {
 	Pods      int           `json:"pods"`
 	Workloads int           `json:"workloads"`
@@ -62,67 +81,152 @@ type jsonWorkload struct {
 	Revisions []string      `json:"revisions,omitempty"`
 }
 
-// WriteJSON writes r as the documented JSON schema.
-func (r *Report) WriteJSON(w io.Writer) error {
-	ws := r.Workloads()
-	out := jsonReport{APIVersion: ReportVersion, Kind: "AuditReport", Time: r.Time.UTC().Format(time.RFC3339),
-		Summary: jsonSummary{Pods: len(r.Pods), Workloads: len(ws), Classes: r.Count()},
-		Pods:    make([]jsonPod, 0, len(r.Pods)), Workloads: make([]jsonWorkload, 0, len(ws)),
-		Namespaces: append([]NamespaceResult{}, r.Namespaces...)}
-	for _, p := range r.Pods {
-		out.Pods = append(out.Pods, jsonPod{Namespace: p.Namespace, Name: p.Name, Workload: p.Workload, Class: p.Class,
-			Cause: p.Cause, Profile: p.Profile, Revision: p.Revision, TargetRevision: p.Target, Detail: p.Detail, Templates: p.Templates})
-	}
-	for _, wl := range ws {
-		out.Workloads = append(out.Workloads, jsonWorkload{Namespace: wl.Namespace, Kind: wl.Workload.Kind, Name: wl.Workload.Name,
-			Pods: wl.Pods, Class: wl.Worst(), Classes: wl.Classes, Revisions: wl.Revisions})
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(&out)
+// jsonWriter streams the report object: its header, then each Pod as an
+// element of "pods", then "workloads" and "summary", which need every Pod
+// and so come last (JSON does not order an object's members).
+type jsonWriter struct {
+	w      io.Writer
+	start  time.Time
+	opened bool
+	pods   int
+	err    error
 }
 
-// WriteTable writes r as kubectl prints tables: one line per Pod, or per
-// workload, then the namespaces whose labels select no webhook.
-func (r *Report) WriteTable(w io.Writer, workloads bool) error {
-	if err := r.writePodTable(w, workloads); err != nil {
-		return err
+// open writes the members before "pods".
+func (j *jsonWriter) open() {
+	if j.opened {
+		return
 	}
-	if len(r.Namespaces) == 0 {
+	j.opened = true
+	j.printf("{\n  \"apiVersion\": %q,\n  \"kind\": \"AuditReport\",\n  \"time\": %q,\n  \"pods\": [",
+		ReportVersion, j.start.UTC().Format(time.RFC3339))
+}
+
+func (j *jsonWriter) printf(format string, args ...any) {
+	if j.err == nil {
+		_, j.err = fmt.Fprintf(j.w, format, args...)
+	}
+}
+
+// member writes v indented as a member of the report (an element of one
+// of its arrays when array is set).
+func (j *jsonWriter) member(v any, array bool) {
+	prefix := "  "
+	if array {
+		prefix = "    "
+	}
+	b, err := json.MarshalIndent(v, prefix, "  ")
+	if err != nil && j.err == nil {
+		j.err = err
+	}
+	j.printf("%s", b)
+}
+
+func (j *jsonWriter) Pod(p *PodResult) error {
+	j.open()
+	if j.pods > 0 {
+		j.printf(",")
+	}
+	j.pods++
+	j.printf("\n    ")
+	j.member(jsonPod{Namespace: p.Namespace, Name: p.Name, Workload: p.Workload, Class: p.Class, Cause: p.Cause,
+		Profile: p.Profile, Revision: p.Revision, TargetRevision: p.Target, Detail: p.Detail, Templates: p.Templates}, true)
+	return j.err
+}
+
+func (j *jsonWriter) Close(r *Report) error {
+	j.open()
+	if j.pods > 0 {
+		j.printf("\n  ")
+	}
+	j.printf("],\n  \"workloads\": [")
+	ws := r.Workloads()
+	for i, wl := range ws {
+		if i > 0 {
+			j.printf(",")
+		}
+		j.printf("\n    ")
+		j.member(jsonWorkload{Namespace: wl.Namespace, Kind: wl.Workload.Kind, Name: wl.Workload.Name,
+			Pods: wl.Pods, Class: wl.Worst(), Classes: wl.Classes, Revisions: wl.Revisions}, true)
+	}
+	if len(ws) > 0 {
+		j.printf("\n  ")
+	}
+	j.printf("],\n  \"namespaces\": [")
+	for i, n := range r.Namespaces {
+		if i > 0 {
+			j.printf(",")
+		}
+		j.printf("\n    ")
+		j.member(n, true)
+	}
+	if len(r.Namespaces) > 0 {
+		j.printf("\n  ")
+	}
+	j.printf("],\n  \"summary\": ")
+	j.member(jsonSummary{Pods: r.Pods(), Workloads: len(ws), Classes: r.Count()}, false)
+	j.printf("\n}\n")
+	return j.err
+}
+
+// tableRows is how many Pod lines the table aligns at once: its columns
+// are as wide as the widest cell among them, the next rows' may differ.
+const tableRows = 500
+
+// tableWriter writes the table kubectl-style: one line per Pod, aligned a
+// page at a time, or one per workload at the end.
+type tableWriter struct {
+	tw        *tabwriter.Writer
+	workloads bool
+	rows      int
+}
+
+func (t *tableWriter) Pod(p *PodResult) error {
+	if t.workloads {
 		return nil
 	}
-	fmt.Fprintln(w, "\nNamespaces whose labels select no webhook of graft:")
-	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "NAMESPACE\tLABELS\tREASON\tDETAIL")
+	if t.rows == 0 {
+		fmt.Fprintln(t.tw, "NAMESPACE\tPOD\tCLASS\tREVISION\tDETAIL")
+	}
+	t.rows++
+	class := string(p.Class)
+	if p.Cause != "" {
+		class += "/" + p.Cause
+	}
+	fmt.Fprintf(t.tw, "%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, class, revisionText(p.Verdict), orDash(p.Detail))
+	if t.rows%tableRows == 0 {
+		return t.tw.Flush()
+	}
+	return nil
+}
+
+// Close writes the workloads' lines (with workloads set), then the
+// namespaces whose labels select no webhook.
+func (t *tableWriter) Close(r *Report) error {
+	if !t.workloads {
+		if t.rows == 0 {
+			fmt.Fprintln(t.tw, "NAMESPACE\tPOD\tCLASS\tREVISION\tDETAIL")
+		}
+	} else {
+		fmt.Fprintln(t.tw, "NAMESPACE\tWORKLOAD\tPODS\tCLASS\tREVISION\tDETAIL")
+		for _, wl := range r.Workloads() {
+			fmt.Fprintf(t.tw, "%s\t%s\t%d\t%s\t%s\t%s\n", wl.Namespace, strings.ToLower(wl.Workload.Kind)+"/"+wl.Workload.Name,
+				wl.Pods, classCounts(wl.Classes), orDash(strings.Join(wl.Revisions, ",")), orDash(wl.Detail))
+		}
+	}
+	if err := t.tw.Flush(); err != nil || len(r.Namespaces) == 0 {
+		return err
+	}
+	fmt.Fprintln(t.tw, "\nNamespaces whose labels select no webhook of graft:")
+	fmt.Fprintln(t.tw, "NAMESPACE\tLABELS\tREASON\tDETAIL")
 	for _, n := range r.Namespaces {
 		labels := names.Inject + "=" + n.Inject
 		if n.Revision != "" {
 			labels += "," + names.Revision + "=" + n.Revision
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n.Name, labels, n.Reason, n.Detail)
+		fmt.Fprintf(t.tw, "%s\t%s\t%s\t%s\n", n.Name, labels, n.Reason, n.Detail)
 	}
-	return tw.Flush()
-}
-
-func (r *Report) writePodTable(w io.Writer, workloads bool) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	if workloads {
-		fmt.Fprintln(tw, "NAMESPACE\tWORKLOAD\tPODS\tCLASS\tREVISION\tDETAIL")
-		for _, wl := range r.Workloads() {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", wl.Namespace, strings.ToLower(wl.Workload.Kind)+"/"+wl.Workload.Name,
-				wl.Pods, classCounts(wl.Classes), orDash(strings.Join(wl.Revisions, ",")), orDash(wl.Detail))
-		}
-		return tw.Flush()
-	}
-	fmt.Fprintln(tw, "NAMESPACE\tPOD\tCLASS\tREVISION\tDETAIL")
-	for _, p := range r.Pods {
-		class := string(p.Class)
-		if p.Cause != "" {
-			class += "/" + p.Cause
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, class, revisionText(p.Verdict), orDash(p.Detail))
-	}
-	return tw.Flush()
+	return t.tw.Flush()
 }
 
 // classCounts is e.g. "stale=2,current=1", most urgent first.
@@ -155,20 +259,19 @@ func cmpOr(a, b string) string {
 
 func orDash(s string) string { return cmpOr(s, "-") }
 
-// WritePrometheus writes r in the Prometheus text exposition format, for
+// promWriter writes the Prometheus text exposition format, for
 // node_exporter's textfile collector: graft_audit_pods per namespace,
 // class and recorded revision, graft_audit_workloads per namespace and
-// most urgent class, and when and how long the run was.
-func (r *Report) WritePrometheus(w io.Writer) error {
-	type podKey struct {
-		ns       string
-		class    Class
-		revision string
-	}
-	pods := map[podKey]int{}
-	for _, p := range r.Pods {
-		pods[podKey{p.Namespace, p.Class, p.Revision}]++
-	}
+// most urgent class, graft_audit_unselected_namespaces per namespace
+// whose labels select no webhook, and when and how long the run was. Every series
+// needs every Pod, so it writes at Close only.
+type promWriter struct{ w io.Writer }
+
+func (*promWriter) Pod(*PodResult) error { return nil }
+
+func (p *promWriter) Close(r *Report) error {
+	w := p.w
+	pods := r.series
 	type wlKey struct {
 		ns    string
 		class Class
@@ -178,7 +281,7 @@ func (r *Report) WritePrometheus(w io.Writer) error {
 		wls[wlKey{wl.Namespace, wl.Worst()}]++
 	}
 	podFam := family("graft_audit_pods", "Pods per namespace, audit class and the revision their graft.dev/status records.")
-	for _, k := range slices.SortedFunc(maps.Keys(pods), func(a, b podKey) int {
+	for _, k := range slices.SortedFunc(maps.Keys(pods), func(a, b seriesKey) int {
 		return strings.Compare(a.ns+"\x00"+string(a.class)+"\x00"+a.revision, b.ns+"\x00"+string(b.class)+"\x00"+b.revision)
 	}) {
 		podFam.Metric = append(podFam.Metric, gauge(float64(pods[k]), "namespace", k.ns, "class", string(k.class), "revision", k.revision))
@@ -193,17 +296,15 @@ func (r *Report) WritePrometheus(w io.Writer) error {
 	last.Metric = append(last.Metric, gauge(float64(r.Time.UnixNano())/1e9))
 	dur := family("graft_audit_last_run_duration_seconds", "How long the audit run took.")
 	dur.Metric = append(dur.Metric, gauge(r.Duration.Seconds()))
-	fams := []*dto.MetricFamily{podFam, wlFam, last, dur}
-	if len(r.Namespaces) > 0 {
-		nsFam := family("graft_audit_unselected_namespaces", "Namespaces whose graft labels select no webhook (1 each), by reason.")
-		for _, n := range r.Namespaces {
-			nsFam.Metric = append(nsFam.Metric, gauge(1, "namespace", n.Name, "reason", n.Reason))
-		}
-		fams = append(fams, nsFam)
+	nsFam := family("graft_audit_unselected_namespaces", "Namespaces whose graft labels select no webhook (1 each), by reason.")
+	for _, n := range r.Namespaces {
+		nsFam.Metric = append(nsFam.Metric, gauge(1, "namespace", n.Name, "reason", n.Reason))
 	}
-	for _, f := range fams {
+	for _, f := range []*dto.MetricFamily{podFam, wlFam, last, dur, nsFam} {
 		if len(f.Metric) == 0 {
-			continue // no Pods (a namespace all of whose creates fail): the format has no empty family
+			// No Pods (an empty namespace with -n): the text format has
+			// no way to write a family without samples.
+			continue
 		}
 		if _, err := expfmt.MetricFamilyToText(w, f); err != nil {
 			return fmt.Errorf("prometheus output: %w", err)

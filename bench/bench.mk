@@ -8,16 +8,21 @@ BENCH_RESULTS := bench/results
 BENCHRUN      := $(BENCH_BIN)/benchrun
 # Extra benchrun flags, e.g. BENCH_FLAGS='-corpora small -d 10s'.
 BENCH_FLAGS   ?=
+# Extra flags of podlatency's fleet phase, e.g. BENCH_FLEET_FLAGS='-fleet-rounds 3'
+# or, for a quick look, '-nodes 10 -deployments 20 -replicas 10 -canary-deployments 20'.
+BENCH_FLEET_FLAGS ?=
 # Extra podlatency flags, e.g. BENCH_E2E_FLAGS='-n 200 -burst 100' or
 # BENCH_E2E_FLAGS='-cpuprofile /tmp/prof' (a kube-apiserver CPU profile per variant).
 BENCH_E2E_FLAGS ?=
 BENCH_PEERS    = -graft $(BIN)/graft -conventional $(BENCH_BIN)/conventional -floor $(BENCH_BIN)/floor
+# Extra flags of bench/cmd/hostile, e.g. BENCH_HOSTILE_FLAGS='-d 20s -idle 2000'.
+BENCH_HOSTILE_FLAGS ?=
 
-.PHONY: bench bench-tools bench-load bench-quick bench-profile bench-e2e bench-audit
+.PHONY: bench bench-tools bench-load bench-quick bench-profile bench-e2e bench-audit bench-audit-fleet bench-fleet bench-hostile
 
 ## bench-tools: the harness, the load generator and the two peer servers.
 bench-tools:
-	$(GO) build -trimpath -o $(BENCH_BIN)/ ./bench/cmd/benchrun ./bench/cmd/loadgen ./bench/peers/conventional ./bench/peers/floor
+	$(GO) build -trimpath -o $(BENCH_BIN)/ ./bench/cmd/benchrun ./bench/cmd/loadgen ./bench/cmd/hostile ./bench/peers/conventional ./bench/peers/floor
 
 ## bench-load: graft, conventional and floor on every corpus closed-loop, small open-loop at 10k req/s; writes bench/results/latest.{md,json} and latency.png.
 bench-load: build bench-tools
@@ -44,3 +49,15 @@ bench-e2e: e2e-deps bench-tools
 ## bench-audit: graft audit over 10,000 Pods in a real kube-apiserver: wall time and peak RSS of the child, median of 5 runs.
 bench-audit: e2e-deps
 	cd e2e && $(E2E_ENV) $(GO) run ./cmd/auditload $(BENCH_AUDIT_FLAGS)
+
+## bench-audit-fleet: graft audit at 10,000 Pods and again at 100,000 (Pods added in between): wall time and peak RSS, median of 3 runs at each size.
+bench-audit-fleet: e2e-deps
+	cd e2e && $(E2E_ENV) $(GO) run ./cmd/auditload -pods 10000,100000 -runs 3 $(BENCH_AUDIT_FLAGS)
+
+## bench-fleet: 100 simulated nodes, 200 Deployments scaled from 0 to 50 by the controllers (10,000 Pods) through graft's two replicas behind its Service, no webhook, the minimal webhook and its replay of graft's patch, each on a fresh cluster; and a canary tag over 100 rolled-out Deployments; writes bench/results/fleet-latest.{md,json}. Needs root (network namespaces).
+bench-fleet: e2e-deps
+	cd e2e && $(E2E_ENV) $(GO) run ./cmd/podlatency -fleet -out ../$(BENCH_RESULTS) $(BENCH_FLEET_FLAGS)
+
+## bench-hostile: graft as deploy/base ships it (flags, config, GOMEMLIMIT=its memory limit) for 60 s under 200 header-only connections declaring the largest body, 10,000 idle TLS connections from 10 addresses and a stream of a 20,000-container Pod with all four templates; peak RSS, probes and reviews answered in time; writes bench/results/hostile-latest.{md,json}.
+bench-hostile: build bench-tools
+	$(BENCH_BIN)/hostile -graft $(BIN)/graft -deploy deploy -out $(BENCH_RESULTS) $(BENCH_HOSTILE_FLAGS)

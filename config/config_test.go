@@ -26,6 +26,12 @@ server:
   budget: 150ms
   timeoutMargin: 1s
   maxBodyBytes: 1048576
+  maxBodyBytesInFlight: 16777216
+  maxConns: 100
+  maxConnsPerAddress: 10
+  handshakeTimeout: 2s
+  firstRequestTimeout: 20s
+  metricsOnWebhookPort: true
   maxInFlight: 64
   tlsMinVersion: "1.3"
   idleTimeout: 30s
@@ -52,16 +58,35 @@ server:
 		ReadTimeout: Duration{DefaultReadTimeout}, WriteTimeout: Duration{DefaultWriteTimeout},
 		IdleTimeout: Duration{30 * time.Second}, MaxConnAge: Duration{time.Minute}, MaxConnRequests: 50,
 		DrainDelay: Duration{3 * time.Second}, ShutdownGrace: Duration{5 * time.Second}, LogLevel: "debug",
+		MaxBodyBytesInFlight: 16 << 20, MaxConns: 100, MaxConnsPerAddress: 10,
+		HandshakeTimeout: Duration{2 * time.Second}, FirstRequestTimeout: Duration{20 * time.Second},
+		MetricsOnWebhookPort: true,
 	}
 	if s != want {
 		t.Errorf("settings\n got %+v\nwant %+v", s, want)
 	}
 }
 
+// TestParseEmpty: a file holding no configuration is refused, never taken
+// for the built-in defaults: it is what a file rewritten in place holds
+// for a moment.
+func TestParseEmpty(t *testing.T) {
+	for _, data := range []string{"", "\n\n", "# soon\n", "---\n", "--- # x\n", "null\n", "~\n", "  \n \n"} {
+		_, err := Parse("graft.yaml", []byte(data))
+		if !errors.Is(err, ErrEmpty) || !IsError(err) {
+			t.Errorf("%q: error %v, want a config *Error for ErrEmpty", data, err)
+			continue
+		}
+		if !strings.HasPrefix(err.Error(), "graft.yaml: no configuration") {
+			t.Errorf("%q: message %q", data, err)
+		}
+	}
+}
+
 // TestParseWithoutProfiles: a file naming no profiles gets the built-in
 // ones, and a file without apiVersion and kind is read as this version.
 func TestParseWithoutProfiles(t *testing.T) {
-	for _, data := range []string{"", "server: {addr: ':1'}\n", "defaultProfile: agent\n"} {
+	for _, data := range []string{"{}", "server: {addr: ':1'}\n", "defaultProfile: agent\n"} {
 		f, err := Parse("graft.yaml", []byte(data))
 		if err != nil {
 			t.Fatalf("%q: %v", data, err)
@@ -104,7 +129,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level field", "profile: {}\n",
 			`graft.yaml:1: unknown field "profile" (did you mean "profiles"?)`},
 		{"unknown server field", "server:\n  port: 8443\n",
-			`graft.yaml:2: server: unknown field "port"; valid fields: addr, adminAddr, budget, clientCA, drainDelay, idleTimeout, logLevel, maxBodyBytes, maxConnAge, maxConnRequests, maxInFlight, readTimeout, shutdownGrace, templatesDir, timeoutMargin, tlsCert, tlsKey, tlsMinVersion, writeTimeout`},
+			`graft.yaml:2: server: unknown field "port"; valid fields: addr, adminAddr, budget, clientCA, drainDelay, firstRequestTimeout, handshakeTimeout, idleTimeout, logLevel, maxBodyBytes, maxBodyBytesInFlight, maxConnAge, maxConnRequests, maxConns, maxConnsPerAddress, maxInFlight, metricsOnWebhookPort, readTimeout, shutdownGrace, templatesDir, timeoutMargin, tlsCert, tlsKey, tlsMinVersion, writeTimeout`},
 		{"misspelt profile field", "profiles:\n  enabled:\n    templates: [agent]\n    onInvalidParam: deny\n",
 			`graft.yaml:4: profiles.enabled: unknown field "onInvalidParam" (did you mean "onInvalidParams"?)`},
 		{"case slip", "defaultprofile: x\n",
@@ -165,6 +190,13 @@ func TestServerValidation(t *testing.T) {
 		{"negative connection age", Server{MaxConnAge: Duration{-time.Second}}, "maxConnAge"},
 		{"negative connection requests", Server{MaxConnRequests: -1}, "maxConnRequests"},
 		{"negative drain delay", Server{DrainDelay: Duration{-time.Second}}, "drainDelay"},
+		{"negative handshake timeout", Server{HandshakeTimeout: Duration{-time.Second}}, "handshakeTimeout"},
+		{"negative first request timeout", Server{FirstRequestTimeout: Duration{-time.Second}}, "firstRequestTimeout"},
+		{"negative connections", Server{MaxConns: -1}, "maxConns"},
+		{"negative connections per address", Server{MaxConnsPerAddress: -1}, "maxConnsPerAddress"},
+		{"negative body bytes in flight", Server{MaxBodyBytesInFlight: -1}, "maxBodyBytesInFlight"},
+		{"body budget under the largest body", Server{MaxBodyBytes: 8 << 20, MaxBodyBytesInFlight: 4 << 20}, "the largest body could never be read"},
+		{"more per address than in all", Server{MaxConns: 10, MaxConnsPerAddress: 20}, "maxConnsPerAddress 20 is more than maxConns 10"},
 		{"bad log level", Server{LogLevel: "loud"}, "logLevel"},
 		{"cert without key", Server{TLSCert: "c.pem"}, "tlsKey"},
 		{"key without cert", Server{TLSKey: "k.pem"}, "tlsCert"},

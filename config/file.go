@@ -77,6 +77,12 @@ func Parse(name string, data []byte) (File, error) {
 	if err != nil {
 		return File{}, err
 	}
+	if isEmptyDocument(root) {
+		// What a file holds for a moment while it is rewritten in place
+		// (an editor, a shell's >): taking it for the built-in defaults
+		// would swap every profile and exclusion for them.
+		return File{}, &Error{File: name, Msg: ErrEmpty.Error(), Err: ErrEmpty}
+	}
 	if f.APIVersion != "" && f.APIVersion != APIVersion {
 		return File{}, &Error{File: name, Line: keyLine(root, "apiVersion"), Path: "apiVersion",
 			Msg: fmt.Sprintf("%q is not a version this graft reads (want %s)", f.APIVersion, APIVersion)}
@@ -98,6 +104,12 @@ func Parse(name string, data []byte) (File, error) {
 	}
 	return f, nil
 }
+
+// ErrEmpty is the message for a file that holds no configuration: no
+// YAML document, or only comments, or null. Without --config graft runs
+// on the built-in defaults; a file is never taken for them.
+var ErrEmpty = errors.New("no configuration: the file is empty (only comments, blank lines or null); " +
+	"for the built-in defaults give no --config, and rewrite the file by replacing it, not in place")
 
 // Defaulted returns f with every default filled in (the engine's, the
 // default revision and the server's) and validated, templates aside.
@@ -142,7 +154,11 @@ type Error struct {
 	// profiles.enabled.failureMode.
 	Path string
 	Msg  string
+	// Err, when set, is the sentinel the problem is (ErrEmpty); Msg says it.
+	Err error
 }
+
+func (e *Error) Unwrap() error { return e.Err }
 
 func (e *Error) Error() string {
 	loc := e.File

@@ -153,6 +153,7 @@ func (f *File) EngineConfig(revision string) (inject.Config, bool) {
 		DefaultProfile:     cmp.Or(r.DefaultProfile, f.DefaultProfile),
 		Profiles:           maps.Clone(f.Profiles),
 		ExcludedNamespaces: f.ExcludedNamespaces,
+		MaxPatchBytes:      f.MaxPatchBytes,
 	}
 	maps.Copy(cfg.Profiles, r.Profiles)
 	return cfg, true

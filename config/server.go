@@ -25,6 +25,36 @@ type Server struct {
 	TimeoutMargin Duration `json:"timeoutMargin,omitempty"`
 	// MaxBodyBytes is the largest request body read; larger ones get 413.
 	MaxBodyBytes int `json:"maxBodyBytes,omitempty"`
+	// MaxBodyBytesInFlight bounds the memory request bodies hold at once:
+	// a body's buffer takes its bytes from this budget as its bytes
+	// arrive (never for what a client merely declares), and one that
+	// cannot get them within its request's time is refused with 503.
+	// Bodies of 8 KiB and less, which fasthttp reads with the headers,
+	// are bounded by maxConns instead.
+	MaxBodyBytesInFlight int64 `json:"maxBodyBytesInFlight,omitempty"`
+	// MaxConns bounds the webhook port's open connections; one over it is
+	// closed as it is accepted, before its TLS handshake.
+	MaxConns int `json:"maxConns,omitempty"`
+	// MaxConnsPerAddress bounds the webhook port's open connections from
+	// one client IP address, so that one client cannot take all of
+	// MaxConns.
+	MaxConnsPerAddress int `json:"maxConnsPerAddress,omitempty"`
+	// HandshakeTimeout bounds a new connection's TLS handshake. No client
+	// holds a connection in its pool before the handshake ends, so a
+	// short bound races no request.
+	HandshakeTimeout Duration `json:"handshakeTimeout,omitempty"`
+	// FirstRequestTimeout closes a connection that has sent no request
+	// since its handshake. The API server's client can pool a connection
+	// it dialled but did not use, on top of its pool; one still unused
+	// after this long sits at the bottom, under every connection the
+	// client used since, and is reached only by a burst deeper than the
+	// pool. Connections that have served a request wait IdleTimeout.
+	FirstRequestTimeout Duration `json:"firstRequestTimeout,omitempty"`
+	// MetricsOnWebhookPort also serves /metrics on the webhook port. Off by
+	// default: that port is open to every client the API server may come
+	// from, and without clientCA it authenticates none. /healthz and
+	// /readyz are served there either way; everything is on adminAddr.
+	MetricsOnWebhookPort bool `json:"metricsOnWebhookPort,omitempty"`
 	// MaxInFlight sheds requests beyond this many in the engine at once,
 	// answering them per the profile's failureMode.
 	MaxInFlight int `json:"maxInFlight,omitempty"`
@@ -87,6 +117,43 @@ type Server struct {
 // a review; one in a thousand is also what kube-apiserver's --goaway-chance
 // recommends for spreading its own clients.
 //
+// Memory: the defaults fit the shipped limit of 512 MiB (deploy/base,
+// GOMEMLIMIT set to it). Measured on the 2-core development machine
+// (graft serve with deploy/base's configuration, 2,000 idle TLS
+// connections opened to it, /proc/<pid>/status; make bench-hostile for
+// the whole under attack, docs/limits.md): graft at rest holds about
+// 50 MiB, an idle TLS connection about 27 KiB (its goroutine, TLS state
+// and fasthttp's, the buffers given back while idle). One carrying a
+// request holds about 32 KiB more: the 8 KiB read and 4 KiB write
+// buffers, the body's first 8 KiB read with the head and its copy, the
+// request context.
+//
+//	connections  2,048 x 60 KiB                       120 MiB
+//	bodies       64 MiB live, as much again garbage   128 MiB
+//	             before the next collection (GOGC)
+//	engine       working on bodies of at most 64 MiB  ~ 64 MiB
+//	base                                               50 MiB
+//	                                                  -------
+//	                                                  362 MiB of 512 MiB
+//
+// The API server's client keeps at most 25 idle connections per host and
+// opens one more per concurrent call beyond them; its admission calls per
+// API server are bounded by its in-flight limits (400 + 200 by default,
+// shared by all requests), and a burst of Pod creates through one API
+// server stays under a few hundred. 512 per address leaves room for two
+// API servers behind one address (a konnectivity agent, a NAT); 2,048 in
+// all for several API servers bursting at once. A review is about 6 KiB
+// to 50 KiB, at most about 7 MiB: 64 MiB holds nine of the largest at
+// once, or over a thousand large ones.
+//
+// Timeouts: the API server completes a TLS handshake in milliseconds.
+// Its call to graft, handshake included, ends at the webhook's
+// timeoutSeconds (3 s in deploy/): a handshake still going after 5 s
+// serves no call, and a connection that never completes one is freed at
+// half the read timeout, which bounded it before. A connection that has
+// served a request waits IdleTimeout (longer than the client's 90 s, see
+// IdleTimeout); one that never did waits FirstRequestTimeout, 30 s.
+//
 // Drain: the endpoint's removal travels from the Pod's deletion through
 // the EndpointSlice controller to each API server's informer (or to
 // kube-proxy, without --enable-aggregator-routing): typically under 2 s,
@@ -95,21 +162,26 @@ type Server struct {
 // ShutdownGrace plus a few seconds for the exit: 10 + 25 + 5 = 40 s in
 // deploy/base.
 const (
-	DefaultAddr            = ":8443"
-	DefaultAdminAddr       = ":8080"
-	DefaultBudget          = 200 * time.Millisecond
-	DefaultTimeoutMargin   = 100 * time.Millisecond
-	DefaultMaxBodyBytes    = 7 << 20
-	DefaultMaxInFlight     = 1024
-	DefaultTLSMinVersion   = "1.2"
-	DefaultReadTimeout     = 10 * time.Second
-	DefaultWriteTimeout    = 10 * time.Second
-	DefaultIdleTimeout     = 120 * time.Second
-	DefaultMaxConnAge      = 10 * time.Second
-	DefaultMaxConnRequests = 1000
-	DefaultDrainDelay      = 10 * time.Second
-	DefaultShutdownGrace   = 25 * time.Second
-	DefaultLogLevel        = "info"
+	DefaultAddr                 = ":8443"
+	DefaultAdminAddr            = ":8080"
+	DefaultBudget               = 200 * time.Millisecond
+	DefaultTimeoutMargin        = 100 * time.Millisecond
+	DefaultMaxBodyBytes         = 7 << 20
+	DefaultMaxBodyBytesInFlight = 64 << 20
+	DefaultMaxConns             = 2048
+	DefaultMaxConnsPerAddress   = 512
+	DefaultHandshakeTimeout     = 5 * time.Second
+	DefaultFirstRequestTimeout  = 30 * time.Second
+	DefaultMaxInFlight          = 1024
+	DefaultTLSMinVersion        = "1.2"
+	DefaultReadTimeout          = 10 * time.Second
+	DefaultWriteTimeout         = 10 * time.Second
+	DefaultIdleTimeout          = 120 * time.Second
+	DefaultMaxConnAge           = 10 * time.Second
+	DefaultMaxConnRequests      = 1000
+	DefaultDrainDelay           = 10 * time.Second
+	DefaultShutdownGrace        = 25 * time.Second
+	DefaultLogLevel             = "info"
 )
 
 // LogLevels are the accepted values of Server.LogLevel, in order.
@@ -144,10 +216,17 @@ func (s *Server) Default() error {
 	setDur(&s.ReadTimeout, DefaultReadTimeout)
 	setDur(&s.WriteTimeout, DefaultWriteTimeout)
 	setDur(&s.IdleTimeout, DefaultIdleTimeout)
+	setDur(&s.HandshakeTimeout, DefaultHandshakeTimeout)
+	setDur(&s.FirstRequestTimeout, DefaultFirstRequestTimeout)
 	setDur(&s.MaxConnAge, DefaultMaxConnAge)
 	setDur(&s.DrainDelay, DefaultDrainDelay)
 	setDur(&s.ShutdownGrace, DefaultShutdownGrace)
 	setInt(&s.MaxBodyBytes, DefaultMaxBodyBytes)
+	setInt(&s.MaxConns, DefaultMaxConns)
+	setInt(&s.MaxConnsPerAddress, DefaultMaxConnsPerAddress)
+	if s.MaxBodyBytesInFlight == 0 {
+		s.MaxBodyBytesInFlight = DefaultMaxBodyBytesInFlight
+	}
 	setInt(&s.MaxInFlight, DefaultMaxInFlight)
 	setInt(&s.MaxConnRequests, DefaultMaxConnRequests)
 	return s.Validate()
@@ -161,6 +240,7 @@ func (s *Server) Validate() error {
 	}{
 		{"budget", s.Budget}, {"timeoutMargin", s.TimeoutMargin}, {"readTimeout", s.ReadTimeout},
 		{"writeTimeout", s.WriteTimeout}, {"idleTimeout", s.IdleTimeout}, {"maxConnAge", s.MaxConnAge},
+		{"handshakeTimeout", s.HandshakeTimeout}, {"firstRequestTimeout", s.FirstRequestTimeout},
 		{"drainDelay", s.DrainDelay}, {"shutdownGrace", s.ShutdownGrace},
 	} {
 		if d.v.Duration < 0 {
@@ -169,6 +249,24 @@ func (s *Server) Validate() error {
 	}
 	if s.MaxBodyBytes < 0 {
 		return fmt.Errorf("%w: maxBodyBytes %d is negative", ErrServer, s.MaxBodyBytes)
+	}
+	for _, n := range []struct {
+		name string
+		v    int64
+	}{
+		{"maxBodyBytesInFlight", s.MaxBodyBytesInFlight}, {"maxConns", int64(s.MaxConns)},
+		{"maxConnsPerAddress", int64(s.MaxConnsPerAddress)},
+	} {
+		if n.v < 0 {
+			return fmt.Errorf("%w: %s %d is negative (0 means the default)", ErrServer, n.name, n.v)
+		}
+	}
+	if s.MaxBodyBytesInFlight < int64(s.MaxBodyBytes) {
+		return fmt.Errorf("%w: maxBodyBytesInFlight %d is less than maxBodyBytes %d: the largest body could never be read",
+			ErrServer, s.MaxBodyBytesInFlight, s.MaxBodyBytes)
+	}
+	if s.MaxConnsPerAddress > s.MaxConns {
+		return fmt.Errorf("%w: maxConnsPerAddress %d is more than maxConns %d", ErrServer, s.MaxConnsPerAddress, s.MaxConns)
 	}
 	if s.MaxInFlight < 0 {
 		return fmt.Errorf("%w: maxInFlight %d is negative (0 means the default)", ErrServer, s.MaxInFlight)

@@ -57,6 +57,18 @@ func decodeStrict(file string, data []byte, v any) (*yamlv3.Node, error) {
 	return root, nil
 }
 
+// isEmptyDocument reports a document that holds nothing: no node at all
+// (an empty file, or only comments) or a null.
+func isEmptyDocument(root *yamlv3.Node) bool {
+	if root == nil {
+		return true
+	}
+	if root.Kind == yamlv3.DocumentNode && len(root.Content) == 0 {
+		return true
+	}
+	return root.Kind == yamlv3.ScalarNode && root.ShortTag() == "!!null"
+}
+
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // syntaxError turns "yaml: line 3: did not find expected key" into an

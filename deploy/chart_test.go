@@ -2,13 +2,19 @@ package deploy
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/graftdev/graft/internal/registration"
@@ -67,7 +73,8 @@ func (h *helm) render(t *testing.T, args ...string) output {
 
 // chartVariant is one way to install the chart: a values file of the
 // chart's ci/ directory, plus for graft-certs the files `graft certs`
-// writes.
+// writes (replacing the test certificates the file holds, so that the
+// comparison with the self-signed overlay sees one Secret).
 type chartVariant struct {
 	name string
 	args []string
@@ -120,6 +127,80 @@ func writeCerts(t *testing.T) string {
 	return dir
 }
 
+// TestChartCIValuesRenderAlone: chart-testing installs each ci/ values
+// file on its own, so each renders with nothing else given.
+func TestChartCIValuesRenderAlone(t *testing.T) {
+	h := newHelm(t)
+	files, err := filepath.Glob(filepath.Join(chartDir, "ci", "*-values.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no values files in %s/ci: %v", chartDir, err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			// chart-testing names releases after the chart and a random suffix.
+			out, err := h.run(t, "template", "graft-ct", chartDir, "--namespace", "ct-graft", "--kube-version", kubeVersion, "--values", f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(parseObjects(t, out).find("Deployment"), func(o object) bool {
+				return strings.HasPrefix(o.name, "graft-ct") && !strings.HasSuffix(o.name, "-audit")
+			}) {
+				t.Error("no graft Deployment rendered")
+			}
+		})
+	}
+}
+
+// TestChartCICertificates: the certificates inline in
+// ci/graft-certs-values.yaml make a chain the API server would accept for
+// graft's Service, and stay valid for at least another year.
+func TestChartCICertificates(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(chartDir, "ci", "graft-certs-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Certificates struct {
+			CABundle   string `json:"caBundle"`
+			GraftCerts struct {
+				TLSCrt string `json:"tlsCrt"`
+				TLSKey string `json:"tlsKey"`
+			} `json:"graftCerts"`
+		} `json:"certificates"`
+	}
+	// Only the certificates are read; the schema checks the rest.
+	if err := yaml.Unmarshal(data, &v); err != nil {
+		t.Fatal(err)
+	}
+	c := v.Certificates
+	pair, err := tls.X509KeyPair([]byte(c.GraftCerts.TLSCrt), []byte(c.GraftCerts.TLSKey))
+	if err != nil {
+		t.Fatalf("tlsCrt and tlsKey: %v", err)
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cas, err := parseCA([]byte(c.CABundle))
+	if err != nil {
+		t.Fatalf("caBundle: %v", err)
+	}
+	roots := x509.NewCertPool()
+	for _, ca := range cas {
+		roots.AddCert(ca)
+		if time.Until(ca.NotAfter) < 365*24*time.Hour {
+			t.Errorf("the CA expires %s: run graft certs --days 3650 again and replace the file's certificates", ca.NotAfter)
+		}
+	}
+	if time.Until(leaf.NotAfter) < 365*24*time.Hour {
+		t.Errorf("the serving certificate expires %s: run graft certs --days 3650 again and replace the file's certificates", leaf.NotAfter)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{DNSName: release + "." + namespace + ".svc", Roots: roots,
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		t.Errorf("the API server would not accept the certificate for %s.%s.svc: %v", release, namespace, err)
+	}
+}
+
 // TestChartLint: `helm lint --strict` finds nothing, with the defaults and
 // with every variant.
 func TestChartLint(t *testing.T) {
@@ -164,7 +245,14 @@ func TestChartIsDeterministic(t *testing.T) {
 		// Inside {{ }} only: the words may appear in comments and data.
 		action := regexp.MustCompile(`(?s)\{\{.*?\}\}`)
 		unstable := regexp.MustCompile(`\b(rand[A-Za-z]*|shuffle|uuidv4|gen(CA|PrivateKey|SelfSignedCert|SignedCert)[A-Za-z]*|derivePassword|htpasswd|bcrypt|now|date[A-Za-z]*|unixEpoch|lookup)\b`)
-		files, err := filepath.Glob(filepath.Join(chartDir, "templates", "*"))
+		// Every template, those of tests/ (helm test hooks) included.
+		var files []string
+		err := filepath.WalkDir(filepath.Join(chartDir, "templates"), func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				files = append(files, path)
+			}
+			return err
+		})
 		if err != nil || len(files) == 0 {
 			t.Fatalf("no templates: %v", err)
 		}
@@ -186,7 +274,8 @@ func TestChartIsDeterministic(t *testing.T) {
 // never writes to its own webhook configuration or policy, so the chart
 // makes no RBAC objects for it and mounts no token, whatever the values.
 // The one exception is opt-in and not graft's: audit.rbac.enabled gives
-// `graft audit` its own ServiceAccount, allowed to get and list only.
+// `graft audit` (and audit.exporter its exporter) its own ServiceAccount,
+// allowed to get and list only.
 func TestChartGrantsNothing(t *testing.T) {
 	h := newHelm(t)
 	for _, v := range chartVariants(t, "") {
@@ -231,6 +320,16 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{"unknown config key", []string{"--set", "config.defaultProfiel=enabled"}, "defaultProfiel"},
 		{"unknown profile key", []string{"--set", "config.profiles.enabled.failuremode=deny"}, "failuremode"},
 		{"unknown server key", []string{"--set", "config.server.budgte=1s"}, "budgte"},
+		{"digest not a sha256 digest", []string{"--set", "image.digest=latest"}, "image.digest"},
+		{"tag not a tag", []string{"--set", "image.tag=v1/../x"}, "image.tag"},
+		{"network policy peer misspelt", []string{"--set", "networkPolicy.metricsFrom[0].namespaceSelecter.x=y"}, "namespaceSelecter"},
+		// A budget keeping every replica stalls every node drain.
+		{"one replica kept by the budget", []string{"--set", "replicas=1"}, "/podDisruptionBudget/minAvailable"},
+		{"one replica kept by a percentage", []string{"--set", "replicas=1", "--set", "podDisruptionBudget.minAvailable=1%"}, "/podDisruptionBudget/minAvailable"},
+		{"budget equal to replicas", []string{"--set", "replicas=3", "--set", "podDisruptionBudget.minAvailable=3"}, "podDisruptionBudget.minAvailable 3 keeps all 3 replicas"},
+		{"budget above replicas", []string{"--set", "podDisruptionBudget.minAvailable=5"}, "podDisruptionBudget.minAvailable 5 keeps all 2 replicas"},
+		{"percentage rounding up to replicas", []string{"--set", "podDisruptionBudget.minAvailable=51%"}, "podDisruptionBudget.minAvailable 51% keeps all 2 replicas"},
+		{"budget neither number nor percentage", []string{"--set", "podDisruptionBudget.minAvailable=half"}, `podDisruptionBudget.minAvailable "half"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := h.template(t, c.args...)
@@ -239,6 +338,23 @@ func TestChartRefusesBadValues(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), c.want) {
 				t.Errorf("error does not name %q:\n%v", c.want, err)
+			}
+		})
+	}
+}
+
+// TestChartBudgetLetsDrainsThrough: the budgets that leave a replica to
+// evict render, one replica with minAvailable 0 included.
+func TestChartBudgetLetsDrainsThrough(t *testing.T) {
+	h := newHelm(t)
+	for _, c := range []struct {
+		replicas, minAvailable string
+	}{{"1", "0"}, {"1", "0%"}, {"2", "1"}, {"2", "50%"}, {"3", "2"}, {"3", "66%"}} {
+		t.Run(c.replicas+"/"+c.minAvailable, func(t *testing.T) {
+			out := h.render(t, "--set", "replicas="+c.replicas, "--set", "podDisruptionBudget.minAvailable="+c.minAvailable)
+			pdb := one[policyv1.PodDisruptionBudget](t, out, "PodDisruptionBudget", release)
+			if got := pdb.Spec.MinAvailable.String(); got != c.minAvailable {
+				t.Errorf("minAvailable %s, want %s", got, c.minAvailable)
 			}
 		})
 	}
@@ -309,9 +425,19 @@ func checkAuditRBAC(t *testing.T, kind, name string, doc []byte) {
 		if len(obj.Subjects) != 1 || !strings.HasSuffix(obj.Subjects[0].Name, "-audit") {
 			t.Errorf("ClusterRoleBinding %s binds %v, want audit's ServiceAccount alone", name, obj.Subjects)
 		}
-	case "ServiceAccount":
+	case "ServiceAccount", "Service", "ServiceMonitor":
+	case "Deployment":
+		// The exporter: it runs as audit's ServiceAccount, and only audits.
+		var d appsv1.Deployment
+		if err := yaml.UnmarshalStrict(doc, &d); err != nil {
+			t.Fatalf("%s %s: %v", kind, name, err)
+		}
+		ps := d.Spec.Template.Spec
+		if !strings.HasSuffix(ps.ServiceAccountName, "-audit") || len(ps.Containers) != 1 || len(ps.Containers[0].Args) == 0 || ps.Containers[0].Args[0] != "audit" {
+			t.Errorf("Deployment %s: want graft audit run as audit's ServiceAccount, got %s running %v", name, ps.ServiceAccountName, ps.Containers[0].Args)
+		}
 	default:
-		t.Errorf("%s %s: audit makes only a ClusterRole, its binding and a ServiceAccount", kind, name)
+		t.Errorf("%s %s: audit makes only a ClusterRole, its binding, a ServiceAccount and its exporter", kind, name)
 	}
 }
 

@@ -11,7 +11,10 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
 
 	"github.com/graftdev/graft/config"
 	"github.com/graftdev/graft/inject"
@@ -63,11 +66,16 @@ func TestChartConfigIsServed(t *testing.T) {
 	for _, v := range chartVariants(t, "") {
 		t.Run(v.name, func(t *testing.T) {
 			out := h.render(t, v.args...)
-			d := out.find("Deployment")
-			if len(d) != 1 {
-				t.Fatalf("%d Deployments", len(d))
+			var names []string
+			for _, d := range out.find("Deployment") {
+				if !strings.HasSuffix(d.name, "-audit") { // the audit exporter
+					names = append(names, d.name)
+				}
 			}
-			renderedConfig(t, out, d[0].name)
+			if len(names) != 1 {
+				t.Fatalf("graft's Deployments: %v, want one", names)
+			}
+			renderedConfig(t, out, names[0])
 		})
 	}
 }
@@ -177,4 +185,96 @@ func profileNames(p map[string]inject.Profile) []string {
 		out = append(out, name)
 	}
 	return out
+}
+
+// TestChartImage: image.digest pins the image by digest, and the
+// app.kubernetes.io/version label is the tag alone, a valid label value
+// even when the tag carries a digest or is too long for a label.
+func TestChartImage(t *testing.T) {
+	h := newHelm(t)
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	long := strings.Repeat("a", 70) + "-"
+	for _, c := range []struct {
+		name        string
+		args        []string
+		image, want string
+	}{
+		{"defaults", nil, "ghcr.io/graftdev/graft:v0.1.0", "v0.1.0"},
+		{"tag", []string{"--set", "image.tag=v0.2.0"}, "ghcr.io/graftdev/graft:v0.2.0", "v0.2.0"},
+		{"digest", []string{"--set", "image.digest=" + digest}, "ghcr.io/graftdev/graft:v0.1.0@" + digest, "v0.1.0"},
+		{"tag and digest", []string{"--set", "image.tag=v0.2.0", "--set", "image.digest=" + digest}, "ghcr.io/graftdev/graft:v0.2.0@" + digest, "v0.2.0"},
+		{"digest in the tag", []string{"--set", "image.tag=v0.2.0@" + digest}, "ghcr.io/graftdev/graft:v0.2.0@" + digest, "v0.2.0"},
+		{"tag too long for a label", []string{"--set", "image.tag=" + long}, "ghcr.io/graftdev/graft:" + long, strings.Repeat("a", 63)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := h.render(t, c.args...)
+			d := one[appsv1.Deployment](t, out, "Deployment", release)
+			if got := d.Spec.Template.Spec.Containers[0].Image; got != c.image {
+				t.Errorf("image %s, want %s", got, c.image)
+			}
+			for _, o := range out {
+				var meta struct {
+					Metadata metav1.ObjectMeta `json:"metadata"`
+				}
+				if err := yaml.Unmarshal(o.yaml, &meta); err != nil {
+					t.Fatal(err)
+				}
+				v, ok := meta.Metadata.Labels["app.kubernetes.io/version"]
+				if !ok {
+					continue
+				}
+				if v != c.want {
+					t.Errorf("%s %s: version label %q, want %q", o.kind, o.name, v, c.want)
+				}
+				if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+					t.Errorf("%s %s: version label %q is not a label value: %v", o.kind, o.name, v, errs)
+				}
+			}
+		})
+	}
+}
+
+// TestChartNetworkPolicy: enabled, the policy selects graft's Pods and
+// lets the webhook port take connections from anywhere and the admin
+// port only from metricsFrom; webhookFrom narrows the webhook port.
+func TestChartNetworkPolicy(t *testing.T) {
+	h := newHelm(t)
+	if out := h.render(t); len(out.find("NetworkPolicy")) != 0 {
+		t.Error("a NetworkPolicy by default: a Prometheus outside metricsFrom would stop scraping")
+	}
+	out := h.render(t, "--set", "networkPolicy.enabled=true")
+	np := one[networkingv1.NetworkPolicy](t, out, "NetworkPolicy", release)
+	d := one[appsv1.Deployment](t, out, "Deployment", release)
+	if !selects(&np.Spec.PodSelector, d.Spec.Template.Labels) {
+		t.Fatalf("the policy's selector %v does not select graft's Pods %v", np.Spec.PodSelector, d.Spec.Template.Labels)
+	}
+	ports := map[string]bool{}
+	for _, p := range d.Spec.Template.Spec.Containers[0].Ports {
+		ports[p.Name] = true
+	}
+	byPort := map[string]networkingv1.NetworkPolicyIngressRule{}
+	for _, r := range np.Spec.Ingress {
+		for _, p := range r.Ports {
+			if !ports[p.Port.String()] {
+				t.Errorf("rule for port %s, which graft's container does not name", p.Port.String())
+			}
+			byPort[p.Port.String()] = r
+		}
+	}
+	if r := byPort["https"]; len(r.From) != 0 {
+		t.Errorf("webhook port allowed only from %v, want everywhere", r.From)
+	}
+	admin := byPort["admin"]
+	if len(admin.From) != 1 || admin.From[0].NamespaceSelector == nil ||
+		admin.From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "monitoring" {
+		t.Errorf("admin port allowed from %v, want the monitoring namespace", admin.From)
+	}
+
+	out = h.render(t, "--set", "networkPolicy.enabled=true", "--set", "networkPolicy.webhookFrom[0].ipBlock.cidr=10.0.0.0/24")
+	np = one[networkingv1.NetworkPolicy](t, out, "NetworkPolicy", release)
+	for _, r := range np.Spec.Ingress {
+		if r.Ports[0].Port.String() == "https" && (len(r.From) != 1 || r.From[0].IPBlock == nil || r.From[0].IPBlock.CIDR != "10.0.0.0/24") {
+			t.Errorf("webhookFrom not applied: %v", r.From)
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/yaml"
@@ -88,26 +89,34 @@ func componentRules(t *testing.T) ([]byte, ruleGroups) {
 	return prometheusRuleSpec(t, y)
 }
 
+// alertTestFiles are the promtool unit tests of the component's rules:
+// one evaluated every minute, one hourly for alerts that wait days.
+var alertTestFiles = []string{"testdata/alerts_test.yaml", "testdata/alerts_week_test.yaml"}
+
 // TestAlertRules: promtool accepts the rules, and the unit tests of
-// testdata/alerts_test.yaml pass against them.
+// alertTestFiles pass against them.
 func TestAlertRules(t *testing.T) {
 	promtool := tool(t, "GRAFT_PROMTOOL")
 	file, _ := componentRules(t)
 	dir := t.TempDir()
-	tests, err := os.ReadFile("testdata/alerts_test.yaml")
-	if err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "rules.yaml"), file, 0o644); err != nil {
 		t.Fatal(err)
-	}
-	for name, data := range map[string][]byte{"rules.yaml": file, "alerts_test.yaml": tests} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 	if out, err := run(t, nil, promtool, "check", "rules", "--lint=all", "--lint-fatal", filepath.Join(dir, "rules.yaml")); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if out, err := run(t, nil, promtool, "test", "rules", filepath.Join(dir, "alerts_test.yaml")); err != nil {
-		t.Fatalf("%v\n%s", err, out)
+	for _, f := range alertTestFiles {
+		tests, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, filepath.Base(f))
+		if err := os.WriteFile(path, tests, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := run(t, nil, promtool, "test", "rules", path); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
 	}
 }
 
@@ -116,29 +125,31 @@ func TestAlertRules(t *testing.T) {
 // could never fire or never clear, fails here.
 func TestEveryAlertIsTested(t *testing.T) {
 	_, groups := componentRules(t)
-	data, err := os.ReadFile("testdata/alerts_test.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tests struct {
-		Tests []struct {
-			AlertRuleTest []struct {
-				Alertname string            `json:"alertname"`
-				ExpAlerts []json.RawMessage `json:"exp_alerts"`
-			} `json:"alert_rule_test"`
-		} `json:"tests"`
-	}
-	// promtool checks the format; only what this test needs is read.
-	if err := yaml.Unmarshal(data, &tests); err != nil {
-		t.Fatal(err)
-	}
 	fires, quiet := map[string]bool{}, map[string]bool{}
-	for _, tc := range tests.Tests {
-		for _, a := range tc.AlertRuleTest {
-			if len(a.ExpAlerts) > 0 {
-				fires[a.Alertname] = true
-			} else {
-				quiet[a.Alertname] = true
+	for _, f := range alertTestFiles {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tests struct {
+			Tests []struct {
+				AlertRuleTest []struct {
+					Alertname string            `json:"alertname"`
+					ExpAlerts []json.RawMessage `json:"exp_alerts"`
+				} `json:"alert_rule_test"`
+			} `json:"tests"`
+		}
+		// promtool checks the format; only what this test needs is read.
+		if err := yaml.Unmarshal(data, &tests); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range tests.Tests {
+			for _, a := range tc.AlertRuleTest {
+				if len(a.ExpAlerts) > 0 {
+					fires[a.Alertname] = true
+				} else {
+					quiet[a.Alertname] = true
+				}
 			}
 		}
 	}
@@ -158,7 +169,7 @@ func TestEveryAlertIsTested(t *testing.T) {
 	}
 	for name := range fires {
 		if !names[name] {
-			t.Errorf("testdata/alerts_test.yaml tests %s, which is not an alert", name)
+			t.Errorf("%v test %s, which is not an alert", alertTestFiles, name)
 		}
 	}
 }
@@ -199,6 +210,10 @@ func TestEveryAlertHasARunbook(t *testing.T) {
 	}
 }
 
+// selectorRE finds the label selectors of a query: a metric name and {
+// (not Grafana's ${var}).
+var selectorRE = regexp.MustCompile(`[A-Za-z0-9_:]\{`)
+
 var thresholdRE = regexp.MustCompile(`>\s*([0-9.]+)\s*$`)
 
 // threshold returns the number an alert's expression compares against last.
@@ -235,27 +250,78 @@ func TestAlertThresholdsFollowDefaults(t *testing.T) {
 	if got := threshold(t, g, "GraftWebhookSlow"); got != timeout/2 {
 		t.Errorf("GraftWebhookSlow at %v s, want half the webhooks' timeoutSeconds %v", got, timeout)
 	}
-	values, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	_, chart := chartRules(t, newHelm(t), "--set", "monitoring.prometheusRule.enabled=true")
+	for _, alert := range []string{"GraftLatencyNearBudget", "GraftWebhookSlow"} {
+		if got, want := threshold(t, chart, alert), threshold(t, g, alert); got != want {
+			t.Errorf("with its default values the chart puts %s at %v, the component at %v", alert, got, want)
+		}
 	}
-	var v struct {
-		Monitoring struct {
-			PrometheusRule struct {
-				LatencyThresholdSeconds float64 `json:"latencyThresholdSeconds"`
-			} `json:"prometheusRule"`
-		} `json:"monitoring"`
+}
+
+// chartRules renders the chart with args and returns its PrometheusRule's
+// spec, as a rule file and decoded.
+func chartRules(t *testing.T, h *helm, args ...string) ([]byte, ruleGroups) {
+	t.Helper()
+	rules := h.render(t, args...).find("PrometheusRule")
+	if len(rules) != 1 {
+		t.Fatalf("%d PrometheusRules rendered with %v, want 1", len(rules), args)
 	}
-	if err := yaml.Unmarshal(values, &v); err != nil {
-		t.Fatal(err)
-	}
-	if got := v.Monitoring.PrometheusRule.LatencyThresholdSeconds; got != threshold(t, g, "GraftLatencyNearBudget") {
-		t.Errorf("the chart's latencyThresholdSeconds %v differs from the component's", got)
+	return prometheusRuleSpec(t, rules[0].yaml)
+}
+
+// TestChartLatencyThresholdFollowsBudget: the chart puts
+// GraftLatencyNearBudget at 80% of the budget graft answers within, as
+// graft computes it from the configuration the chart renders (parsed by
+// graft's own config package, so the chart's duration parsing is checked
+// against Go's) and the webhooks' timeout; an explicit value wins.
+func TestChartLatencyThresholdFollowsBudget(t *testing.T) {
+	h := newHelm(t)
+	for _, c := range []struct {
+		name string
+		args []string
+		want float64 // 0: derived from the rendered configuration
+	}{
+		{name: "defaults"},
+		{name: "500ms", args: []string{"--set", "config.server.budget=500ms"}},
+		{name: "fraction", args: []string{"--set", "config.server.budget=.75s"}},
+		{name: "compound", args: []string{"--set", "config.server.budget=1s250ms"}},
+		{name: "microseconds", args: []string{"--set", "config.server.budget=800us"}},
+		{name: "zero is the default", args: []string{"--set", "config.server.budget=0s"}},
+		{name: "timeout binds", args: []string{"--set", "config.server.budget=5s", "--set", "webhook.timeoutSeconds=2"}},
+		{name: "margin over the timeout", args: []string{"--set", "config.server.budget=5s", "--set", "webhook.timeoutSeconds=1", "--set", "config.server.timeoutMargin=1500ms"}},
+		{name: "explicit", args: []string{"--set", "config.server.budget=500ms", "--set-json", "monitoring.prometheusRule.latencyThresholdSeconds=0.3"}, want: 0.3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"--set", "monitoring.prometheusRule.enabled=true"}, c.args...)
+			out := h.render(t, args...)
+			_, g := prometheusRuleSpec(t, out.find("PrometheusRule")[0].yaml)
+			want := c.want
+			if want == 0 {
+				server := renderedConfig(t, out, release).Server
+				if err := server.Default(); err != nil {
+					t.Fatal(err)
+				}
+				mwc := one[admissionv1.MutatingWebhookConfiguration](t, out, "MutatingWebhookConfiguration", release)
+				timeout := time.Duration(deref(mwc.Webhooks[0].TimeoutSeconds)) * time.Second
+				// webhook/deadline.go: the smaller of the budget and the
+				// timeout less the margin (half the timeout if none is left).
+				left := timeout - server.TimeoutMargin.Duration
+				if left <= 0 {
+					left = timeout / 2
+				}
+				want = math.Round(0.8*min(server.Budget.Duration, left).Seconds()*1e6) / 1e6
+			}
+			if got := threshold(t, g, "GraftLatencyNearBudget"); math.Abs(got-want) > 1e-9 {
+				t.Errorf("GraftLatencyNearBudget at %v, want %v", got, want)
+			}
+		})
 	}
 }
 
 // TestChartAlertRules: the chart's rules for other values still pass
-// promtool, with the release's job and the thresholds put in.
+// promtool, with the release's job and the thresholds put in, and the
+// unit tests of testdata/chart_alerts_test.yaml, in which the derived
+// thresholds decide, pass against them.
 func TestChartAlertRules(t *testing.T) {
 	promtool := tool(t, "GRAFT_PROMTOOL")
 	h := newHelm(t)
@@ -264,27 +330,41 @@ func TestChartAlertRules(t *testing.T) {
 	for _, o := range out.find("PrometheusRule") {
 		found = true
 		file, g := prometheusRuleSpec(t, o.yaml)
-		path := filepath.Join(t.TempDir(), "rules.yaml")
+		dir := t.TempDir()
+		path := filepath.Join(dir, "rules.yaml")
 		if err := os.WriteFile(path, file, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if out, err := run(t, nil, promtool, "check", "rules", "--lint=all", "--lint-fatal", path); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
-		// custom-values.yaml: nameOverride sidecars, latency 0.4 s, timeoutSeconds 5.
+		tests, err := os.ReadFile("testdata/chart_alerts_test.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		testsPath := filepath.Join(dir, "chart_alerts_test.yaml")
+		if err := os.WriteFile(testsPath, tests, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := run(t, nil, promtool, "test", "rules", testsPath); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		// custom-values.yaml: nameOverride sidecars, budget 500ms, timeoutSeconds 5.
 		if got := threshold(t, g, "GraftLatencyNearBudget"); got != 0.4 {
-			t.Errorf("GraftLatencyNearBudget at %v, want the values' 0.4", got)
+			t.Errorf("GraftLatencyNearBudget at %v, want 80%% of the values' 500ms budget", got)
 		}
 		if got := threshold(t, g, "GraftWebhookSlow"); got != 2.5 {
 			t.Errorf("GraftWebhookSlow at %v, want half of timeoutSeconds 5", got)
 		}
 		for _, a := range g.alerts() {
-			if strings.Contains(a.Expr, `job="graft"`) {
-				t.Errorf("%s still selects job graft: %s", a.Alert, a.Expr)
+			if strings.Contains(a.Expr, `job="graft"`) || strings.Contains(a.Expr, `job="graft-audit"`) {
+				t.Errorf("%s still selects the component's job: %s", a.Alert, a.Expr)
 			}
 		}
-		if !bytes.Contains(file, []byte(`job="graft-sidecars"`)) {
-			t.Error(`no rule selects the release's job "graft-sidecars"`)
+		for _, job := range []string{`job="graft-sidecars"`, `job="graft-sidecars-audit"`} {
+			if !bytes.Contains(file, []byte(job)) {
+				t.Errorf("no rule selects the release's %s", job)
+			}
 		}
 	}
 	if !found {
@@ -335,7 +415,7 @@ func TestDashboard(t *testing.T) {
 	for _, v := range d.Templating.List {
 		vars[v.Name] = true
 	}
-	for _, v := range []string{"datasource", "job", "webhook"} {
+	for _, v := range []string{"datasource", "cluster", "job", "webhook"} {
 		if !vars[v] {
 			t.Errorf("no variable %s", v)
 		}
@@ -370,6 +450,11 @@ func TestDashboard(t *testing.T) {
 			queries++
 			if strings.TrimSpace(q.Expr) == "" || q.Datasource.UID != "${datasource}" {
 				t.Errorf("%s: a query without an expression or on another data source", where)
+			}
+			// One dashboard for many clusters: every selector filters on
+			// the cluster variable.
+			if n, c := len(selectorRE.FindAllString(q.Expr, -1)), strings.Count(q.Expr, `{cluster=~"$cluster"`); n == 0 || n != c {
+				t.Errorf("%s: %d of the %d selectors of %s filter on cluster=~\"$cluster\"", where, c, n, q.Expr)
 			}
 		}
 	}

@@ -16,13 +16,13 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -93,14 +93,14 @@ func TestAudit(t *testing.T) {
 	}
 	enabled := map[string]string{names.Inject: "enabled"}
 
-	// current: through graft, owned by a Deployment's ReplicaSet.
+	// current: a Deployment's Pods, made by its ReplicaSet through graft.
 	nsCurrent := newNamespace(t, "audit-current", enabled)
 	if err := env.waitInjecting(t.Context(), nsCurrent); err != nil {
 		t.Fatal(err)
 	}
-	rs := deploymentReplicaSet(t, nsCurrent, "web")
-	current := batch("web", 100, func(p *corev1.Pod) { p.OwnerReferences = []metav1.OwnerReference{rs} })
-	createPods(t, nsCurrent, current, true)
+	createDeployments(t, nsCurrent, newDeployment("web", 100))
+	waitRolledOut(t, nsCurrent)
+	current := deploymentPods(t, nsCurrent, "web", 100)
 	expect(nsCurrent, current, truth{"current", ""})
 	optedOut := batch("opted-out", 30, func(p *corev1.Pod) { p.Labels = map[string]string{names.Inject: "false"} })
 	createPods(t, nsCurrent, optedOut, false)
@@ -241,7 +241,7 @@ func TestAudit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("prometheus output does not parse: %v\n%s", err, prom)
 	}
-	podsGauge := func(ns, class, rev string) float64 {
+	podsGauge := func(fams map[string]*dto.MetricFamily, ns, class, rev string) float64 {
 		for _, m := range fams["graft_audit_pods"].GetMetric() {
 			l := map[string]string{}
 			for _, lp := range m.GetLabel() {
@@ -253,19 +253,37 @@ func TestAudit(t *testing.T) {
 		}
 		return -1
 	}
-	for _, c := range []struct {
-		ns, class, rev string
-		n              float64
-	}{
-		{nsCurrent, "current", "default", 100}, {nsCurrent, "opted-out", "", 30}, {nsStale, "stale", "default", 60},
-		{nsDown, "missing", "", 50}, {nsDown, "conflict", "", 20}, {nsOff, "spoofed", "default", 30}, {nsKeep, "conflict", "", 20},
-	} {
-		if got := podsGauge(c.ns, c.class, c.rev); got != c.n {
-			t.Errorf("graft_audit_pods{namespace=%q,class=%q,revision=%q} = %v, want %v", c.ns, c.class, c.rev, got, c.n)
+	checkCounts := func(source string, fams map[string]*dto.MetricFamily) {
+		for _, c := range []struct {
+			ns, class, rev string
+			n              float64
+		}{
+			{nsCurrent, "current", "default", 100}, {nsCurrent, "opted-out", "", 30}, {nsStale, "stale", "default", 60},
+			{nsDown, "missing", "", 50}, {nsDown, "conflict", "", 20}, {nsOff, "spoofed", "default", 30}, {nsKeep, "conflict", "", 20},
+		} {
+			if got := podsGauge(fams, c.ns, c.class, c.rev); got != c.n {
+				t.Errorf("%s: graft_audit_pods{namespace=%q,class=%q,revision=%q} = %v, want %v", source, c.ns, c.class, c.rev, got, c.n)
+			}
+		}
+		if f := fams["graft_audit_last_run_timestamp_seconds"]; f == nil || len(f.GetMetric()) != 1 || f.GetMetric()[0].GetGauge().GetValue() <= 0 {
+			t.Errorf("%s: no graft_audit_last_run_timestamp_seconds", source)
 		}
 	}
-	if f := fams["graft_audit_last_run_timestamp_seconds"]; f == nil || len(f.GetMetric()) != 1 || f.GetMetric()[0].GetGauge().GetValue() <= 0 {
-		t.Error("no graft_audit_last_run_timestamp_seconds")
+	checkCounts("-o prometheus", fams)
+
+	// The exporter deploy/components/audit runs serves the same counts,
+	// and counts its runs.
+	exp := startAuditExporter(t, kubeconfig, "-A")
+	served := scrape(t, plainHTTP, exp.url+"/metrics", "")
+	checkCounts("graft audit --serve", served)
+	var ok float64
+	for _, m := range served["graft_audit_runs_total"].GetMetric() {
+		if len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == "success" {
+			ok = m.GetCounter().GetValue()
+		}
+	}
+	if ok < 1 {
+		t.Errorf("graft_audit_runs_total{result=\"success\"} = %v after the first report", ok)
 	}
 
 	// Live explain: the webhook's decision and the audit class.
@@ -369,28 +387,25 @@ func createPods(t *testing.T, ns string, pods []*corev1.Pod, injected bool) {
 	}
 }
 
-// deploymentReplicaSet creates a Deployment and a ReplicaSet it controls
-// (nothing runs their controllers here) and returns the controller
-// reference a Pod of the ReplicaSet carries.
-func deploymentReplicaSet(t *testing.T, ns, name string) metav1.OwnerReference {
+// deploymentPods lists the n Pods of Deployment name (labelled
+// app=<name>, as newDeployment labels them).
+func deploymentPods(t *testing.T, ns, name string, n int) []*corev1.Pod {
 	t.Helper()
-	zero := int32(0)
-	labels := map[string]string{"app": name}
-	spec := appsv1.DeploymentSpec{Replicas: &zero, Selector: &metav1.LabelSelector{MatchLabels: labels},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: simplePod("").Spec}}
-	d, err := env.client.AppsV1().Deployments(ns).Create(t.Context(), &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{})
+	list, err := env.client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app=" + name})
 	if err != nil {
 		t.Fatal(err)
 	}
-	yes := true
-	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name + "-5d8f7c9b6", OwnerReferences: []metav1.OwnerReference{
-		{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID, Controller: &yes}}},
-		Spec: appsv1.ReplicaSetSpec{Replicas: &zero, Selector: spec.Selector, Template: spec.Template}}
-	rs, err = env.client.AppsV1().ReplicaSets(ns).Create(t.Context(), rs, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
+	if len(list.Items) != n {
+		t.Fatalf("Deployment %s/%s has %d Pods, want %d", ns, name, len(list.Items), n)
 	}
-	return metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: &yes}
+	out := make([]*corev1.Pod, n)
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+		if !isInjected(out[i]) {
+			t.Fatalf("%s/%s came back without graft's record", ns, out[i].Name)
+		}
+	}
+	return out
 }
 
 // oldAgentConfig writes the suite's configuration with the default

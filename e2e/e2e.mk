@@ -1,19 +1,43 @@
-# The end-to-end suite and the demo: a real etcd, a real kube-apiserver and
-# the real graft binary on loopback. Included by the Makefile, which defines
-# GO and CACHE.
+# The end-to-end suite and the demo: a cluster on loopback, as clusters run
+# it: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok's
+# simulated nodes, and the real graft binary. Included by the Makefile,
+# which defines GO, CACHE and go-install.
 #
-# kube-apiserver is built once from the k8s.io/kubernetes module (see
-# e2e/tools/kube-apiserver/go.mod) and cached under .cache/bin, named by the
-# version that go.mod pins: a new pin builds a new binary, and nothing else
-# (a checkout touching the file, say) throws the 3-6 minute build away.
-# etcd comes from Debian.
+# Every binary is built once from its Go module and cached under .cache/bin,
+# named by the version its builder module (or this file) pins: a new pin
+# builds a new binary, and nothing else (a checkout touching a file, say)
+# throws a build away.
+# - kube-apiserver, kube-controller-manager and kube-scheduler from the
+#   k8s.io/kubernetes module that e2e/tools/kube-apiserver/go.mod pins, in
+#   one `go build` of the ones missing (cold on the 2-core machine: about 8
+#   minutes for kube-apiserver alone, 3 more for the other two).
+# - etcd from go.etcd.io/etcd/server/v3, pinned by e2e/tools/etcd/go.mod
+#   (about a minute).
+# - kwok (simulated nodes and kubelets) with `go install` at KWOK_VERSION,
+#   and its stage files (how a simulated node and Pod change state) taken
+#   from the same module into .cache/kwok-<version>/stages.yaml.
 
 E2E_TOOLS       := e2e/tools/kube-apiserver
 E2E_K8S_VERSION := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "k8s.io/kubernetes" && $$(i+1) ~ /^v/) print $$(i+1)}' $(E2E_TOOLS)/go.mod)
 E2E_K8S_MINOR   := $(word 2,$(subst ., ,$(E2E_K8S_VERSION)))
 E2E_BIN         := $(CACHE)/bin
 E2E_APISERVER   := $(E2E_BIN)/kube-apiserver-$(E2E_K8S_VERSION)
-E2E_ETCD        ?= /usr/bin/etcd
+E2E_CONTROLLERS := $(E2E_BIN)/kube-controller-manager-$(E2E_K8S_VERSION)
+E2E_SCHEDULER   := $(E2E_BIN)/kube-scheduler-$(E2E_K8S_VERSION)
+E2E_K8S_BINS    := $(E2E_APISERVER) $(E2E_CONTROLLERS) $(E2E_SCHEDULER)
+E2E_ETCD_TOOLS  := e2e/tools/etcd
+E2E_ETCD_VERSION := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "go.etcd.io/etcd/server/v3" && $$(i+1) ~ /^v/) print $$(i+1)}' $(E2E_ETCD_TOOLS)/go.mod)
+E2E_ETCD        := $(E2E_BIN)/etcd-$(E2E_ETCD_VERSION)
+KWOK_VERSION    := v0.8.0
+E2E_KWOK        := $(E2E_BIN)/kwok-$(KWOK_VERSION)
+E2E_KWOK_STAGES := $(CACHE)/kwok-$(KWOK_VERSION)/stages.yaml
+# kwok's stages, from its kustomize/stage tree: nodes go Ready and keep a
+# lease, Pods go Running and Ready (Succeeded when they end, as a Job's
+# do), deleted Pods go away.
+KWOK_STAGE_FILES := node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+	pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml
+# E2E_NODES is how many simulated nodes the suite and the demo run.
+E2E_NODES       ?= 3
 E2E_GRAFT       := $(E2E_BIN)/graft-e2e
 E2E_TIMEOUT     ?= 20m
 # E2E_RUN narrows the suite to matching tests: make e2e E2E_RUN=Reinvocation
@@ -28,13 +52,18 @@ E2E_APISERVER_LDFLAGS := -s -w \
 # What the harness is told about the binaries it runs; helm (built by the
 # Makefile) renders the chart the suite dry-run applies.
 E2E_ENV := GRAFT_E2E_KUBE_APISERVER=$(E2E_APISERVER) \
+	GRAFT_E2E_KUBE_CONTROLLER_MANAGER=$(E2E_CONTROLLERS) \
+	GRAFT_E2E_KUBE_SCHEDULER=$(E2E_SCHEDULER) \
+	GRAFT_E2E_KWOK=$(E2E_KWOK) \
+	GRAFT_E2E_KWOK_STAGES=$(E2E_KWOK_STAGES) \
+	GRAFT_E2E_NODES=$(E2E_NODES) \
 	GRAFT_E2E_ETCD=$(E2E_ETCD) \
 	GRAFT_E2E_GRAFT=$(E2E_GRAFT) \
 	GRAFT_E2E_HELM=$(HELM)
 
-.PHONY: e2e-deps e2e-graft kube-apiserver demo acceptance
+.PHONY: e2e-deps e2e-graft kube-apiserver cluster-tools demo acceptance
 
-## e2e: the e2e module's tests: the end-to-end suite against a real kube-apiserver and etcd, race detector on.
+## e2e: the e2e module's tests: the end-to-end suite against a real control plane and simulated nodes, race detector on.
 e2e: e2e-deps $(HELM)
 	cd e2e && $(E2E_ENV) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) -run '$(E2E_RUN)' -v ./...
 
@@ -45,29 +74,55 @@ ACCEPTANCE_PODS ?= 2010
 acceptance: e2e-deps
 	cd e2e && $(E2E_ENV) GRAFT_ACCEPTANCE_PODS=$(ACCEPTANCE_PODS) $(GO) test -count=1 -timeout 60m -run TestAcceptanceCorpus -v ./acceptance
 
-## demo: etcd + kube-apiserver + graft on loopback, one Pod injected, torn down.
+## demo: a cluster on loopback (simulated nodes), a Deployment of 3 rolled out with graft's sidecar, torn down.
 demo: e2e-deps
 	cd e2e && $(E2E_ENV) $(GO) run ./cmd/demo
 
-e2e-deps: $(E2E_APISERVER) $(E2E_ETCD) e2e-graft
+e2e-deps: cluster-tools e2e-graft
+
+## cluster-tools: build (or reuse) the cached etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok.
+cluster-tools: $(E2E_K8S_BINS) $(E2E_ETCD) $(E2E_KWOK) $(E2E_KWOK_STAGES)
 
 ## kube-apiserver: build (or reuse) the cached kube-apiserver.
 kube-apiserver: $(E2E_APISERVER)
 
-# Built into a temporary name and moved, so an interrupted build is never
-# mistaken for a cached one.
-$(E2E_APISERVER):
+# One go build of whichever of the three is missing: they share most of
+# their packages, so building them together costs little more than the
+# largest alone. Built into a temporary directory and moved, so an
+# interrupted build is never mistaken for a cached one.
+$(E2E_K8S_BINS) &:
 	@[ -n "$(E2E_K8S_VERSION)" ] || { echo "no k8s.io/kubernetes version in $(E2E_TOOLS)/go.mod" >&2; exit 1; }
 	@mkdir -p $(E2E_BIN)
-	@echo "building kube-apiserver $(E2E_K8S_VERSION) (once; cached in $(E2E_BIN))"
-	cd $(E2E_TOOLS) && $(GO) build -trimpath -ldflags '$(E2E_APISERVER_LDFLAGS)' \
-		-o $@.tmp k8s.io/kubernetes/cmd/kube-apiserver
+	@set -e; cmds=; for b in $(notdir $(E2E_K8S_BINS:-$(E2E_K8S_VERSION)=)); do \
+		[ -x "$(E2E_BIN)/$$b-$(E2E_K8S_VERSION)" ] || cmds="$$cmds $$b"; \
+	done; \
+	[ -n "$$cmds" ] || exit 0; \
+	tmp=$(E2E_BIN)/kubernetes-$(E2E_K8S_VERSION).tmp; rm -rf $$tmp; \
+	echo "building$$cmds $(E2E_K8S_VERSION) (once; cached in $(E2E_BIN))"; \
+	pkgs=; for b in $$cmds; do pkgs="$$pkgs k8s.io/kubernetes/cmd/$$b"; done; \
+	(cd $(E2E_TOOLS) && $(GO) build -trimpath -ldflags '$(E2E_APISERVER_LDFLAGS)' -o $$tmp/ $$pkgs); \
+	for b in $$cmds; do mv $$tmp/$$b $(E2E_BIN)/$$b-$(E2E_K8S_VERSION); done; \
+	rmdir $$tmp
+
+$(E2E_ETCD):
+	@[ -n "$(E2E_ETCD_VERSION)" ] || { echo "no go.etcd.io/etcd/server/v3 version in $(E2E_ETCD_TOOLS)/go.mod" >&2; exit 1; }
+	@mkdir -p $(@D)
+	@echo "building etcd $(E2E_ETCD_VERSION) (once; cached in $(E2E_BIN))"
+	cd $(E2E_ETCD_TOOLS) && $(GO) build -trimpath -ldflags '-s -w' -o $@.tmp go.etcd.io/etcd/server/v3
 	mv $@.tmp $@
 
-# etcd-server from Debian, installed only when missing.
-$(E2E_ETCD):
-	@sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
-	$$sudo apt-get update && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y etcd-server
+$(E2E_KWOK):
+	$(call go-install,sigs.k8s.io/kwok/cmd/kwok,$(KWOK_VERSION),-ldflags '-s -w')
+
+# The stage files come from the module kwok was built from, read where the
+# module cache keeps it (outside any module, so graft's go.sum is not
+# touched).
+$(E2E_KWOK_STAGES):
+	@mkdir -p $(@D)
+	@set -e; dir=$$(cd / && $(GO) mod download -json sigs.k8s.io/kwok@$(KWOK_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+	[ -n "$$dir" ] || { echo "sigs.k8s.io/kwok@$(KWOK_VERSION): no module directory" >&2; exit 1; }; \
+	for f in $(KWOK_STAGE_FILES); do echo "---"; echo "# $$f from sigs.k8s.io/kwok@$(KWOK_VERSION)"; cat "$$dir/kustomize/stage/$$f"; done > $@.tmp
+	mv $@.tmp $@
 
 # Always rebuilt: go build is incremental, so this is cheap when nothing changed.
 e2e-graft:

@@ -235,7 +235,7 @@ func TestExportGoldenEquivalence(t *testing.T) {
 				t.Skip("LimitRanger's record without a LimitRange: by design, only graft reads the record")
 			}
 			if why, ok := webhookOnly[name]; ok {
-				t.Skip("decided by graft's webhook only: " + why + " (docs/pod-security.md)")
+				t.Skip("decided by graft's webhook only: " + why + " (docs/concepts/pod-security.md)")
 			}
 			p.Name = "golden-" + name
 			out, policyOnly := f.requireSame(t, f.pairs[profile], &p)
@@ -247,7 +247,7 @@ func TestExportGoldenEquivalence(t *testing.T) {
 }
 
 // webhookOnly are the golden cases whose decision the exported policies
-// do not make (docs/pod-security.md, "What graft export does not do").
+// do not make (docs/concepts/pod-security.md, "What graft export does not do").
 var webhookOnly = map[string]string{
 	"collide-port-name":      "a port name an app container shares with a sidecar",
 	"collide-port-number":    "a port an app container shares with a sidecar",

@@ -172,14 +172,16 @@ func placed(p *corev1.Pod, name, ns string) *corev1.Pod {
 }
 
 // comparable keeps what graft and the user decide: labels, annotations and
-// the spec. Identity, timestamps and field ownership are the server's, and
-// so is what the ServiceAccount plugin adds: its token volume's name
+// the spec. Identity, timestamps and field ownership are the server's, the
+// node the scheduler may have bound the stored Pod to by now is the
+// scheduler's, and what the ServiceAccount plugin adds is the plugin's: its token volume's name
 // (kube-api-access- and five random characters) is made the same here, and
 // volumes and volume mounts, which Kubernetes does not read in order, are
 // compared sorted, since the plugin appends to them before graft in the
 // real create but after graft's additions in the reference.
 func comparable(p *corev1.Pod) any {
 	p = p.DeepCopy()
+	p.Spec.NodeName = ""
 	if i := slices.IndexFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return strings.HasPrefix(v.Name, "kube-api-access-") }); i >= 0 {
 		old := p.Spec.Volumes[i].Name
 		p.Spec.Volumes[i].Name = "kube-api-access-*"

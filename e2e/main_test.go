@@ -1,6 +1,8 @@
 // Package e2e runs graft exactly as a cluster does: the real graft binary
-// behind a real kube-apiserver and etcd, all on loopback. Pods stay Pending
-// (there is no scheduler): admission is what is tested.
+// behind a real control plane (etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler) with kwok's simulated nodes, all on loopback: Pods are
+// scheduled and go Running and Ready, and Deployments, StatefulSets, Jobs
+// and the rest are run by their controllers.
 //
 // Run it with `make e2e`, which builds the binaries and tells the suite
 // where they are.
@@ -11,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +35,10 @@ func runMain(m *testing.M) int {
 	opts, err := cluster.OptionsFromEnv()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	if opts.Nodes == 0 {
+		fmt.Fprintln(os.Stderr, "e2e: the suite runs workloads, which need nodes: GRAFT_E2E_NODES must be 1 or more")
 		return 1
 	}
 	dir, err := os.MkdirTemp(cluster.TempRoot(), "graft-e2e-")
@@ -56,17 +63,19 @@ func runMain(m *testing.M) int {
 	code := 1
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: start:", err)
+		if s != nil && s.cluster != nil {
+			fmt.Fprint(os.Stderr, s.cluster.Logs(8<<10))
+		}
 	} else {
-		fmt.Printf("e2e: etcd, kube-apiserver %s and graft ready in %s (wiring: %v)\n",
-			s.serverVersion, time.Since(start).Round(time.Millisecond), s.shipped.Sources)
+		fmt.Printf("e2e: etcd, kube-apiserver %s, kube-controller-manager, kube-scheduler, kwok (%d nodes) and graft ready in %s (wiring: %v; logs in %s)\n",
+			s.serverVersion, opts.Nodes, time.Since(start).Round(time.Millisecond), s.shipped.Sources, dir)
 		s.templatesDir = templatesDir
 		env = s
 		code = m.Run()
 	}
 	if s != nil && s.cluster != nil {
 		if code != 0 {
-			fmt.Fprintln(os.Stderr, "e2e: FAILED; process logs follow")
-			fmt.Fprint(os.Stderr, s.cluster.Logs(64<<10))
+			fmt.Fprintf(os.Stderr, "e2e: FAILED; the processes' logs: %s\n", strings.Join(s.cluster.LogFiles(), " "))
 		}
 		if err := s.cluster.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e: teardown:", err)

@@ -26,16 +26,18 @@ import (
 const monitoringDir = "deploy/components/monitoring"
 
 // targetLabels are added by Prometheus and the Prometheus Operator to every
-// series they scrape; no /metrics shows them.
-var targetLabels = []string{"job", "instance", "namespace", "pod", "service", "endpoint", "container"}
+// series they scrape, and cluster by a Prometheus's external labels or its
+// remote store; no /metrics shows them.
+var targetLabels = []string{"job", "instance", "namespace", "pod", "service", "endpoint", "container", "cluster"}
 
 // prometheusMetrics are series Prometheus makes itself.
 var prometheusMetrics = map[string]bool{"up": true}
 
 // TestMonitoringNamesExist: every metric the alert rules and the dashboard
 // query, and every label they select or group by, exists in what graft's
-// /metrics and the API server's /metrics expose, scraped here from the real
-// processes. A misspelt or removed name fails.
+// /metrics, the API server's /metrics and the audit exporter's /metrics
+// (`graft audit --serve`) expose, scraped here from the real processes. A
+// misspelt or removed name fails.
 func TestMonitoringNamesExist(t *testing.T) {
 	probeWebhookFailures(t)
 	exposed := map[string]map[string]bool{}
@@ -43,6 +45,16 @@ func TestMonitoringNamesExist(t *testing.T) {
 	addSeries(exposed, scrape(t, hc, "http://"+env.cluster.GraftAdminAddr()+"/metrics", ""))
 	apiClient, token := env.cluster.APIServerHTTP()
 	addSeries(exposed, scrape(t, apiClient, env.cluster.APIServerURL()+"/metrics", token))
+	// The exporter's graft_audit_pods exist once a Pod is classified: one
+	// Pod of an opted-in namespace (graft injects it, so it is current).
+	ns := optedIn(t, "e2e-metrics-audit")
+	audited := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "audited"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}}}}
+	if _, err := env.client.CoreV1().Pods(ns).Create(t.Context(), audited, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	audit := startAuditExporter(t, writeKubeconfig(t), "-n", ns)
+	addSeries(exposed, scrape(t, hc, audit.url+"/metrics", ""))
 
 	exprs := ruleExpressions(t)
 	dash := dashboardExpressions(t, exposed)
@@ -181,11 +193,12 @@ var grafanaVars = map[string]string{
 	"__range":         "1h",
 	"job":             "graft",
 	"webhook":         ".+[.]inject[.]graft[.]dev",
+	"cluster":         ".*",
 }
 
 var (
 	grafanaVarRE  = regexp.MustCompile(`\$\{?(\w+)\}?`)
-	labelValuesRE = regexp.MustCompile(`^label_values\((\w+),\s*(\w+)\)$`)
+	labelValuesRE = regexp.MustCompile(`^label_values\((\w+)(\{[^}]*\})?,\s*(\w+)\)$`)
 	errUnknownVar = errors.New("unknown dashboard variable")
 )
 
@@ -223,9 +236,9 @@ func dashboardExpressions(t *testing.T, exposed map[string]map[string]bool) []ex
 		}
 		m := labelValuesRE.FindStringSubmatch(v.Definition)
 		if m == nil {
-			t.Errorf("variable %s: query %q is not label_values(metric, label)", v.Name, v.Definition)
-		} else if !exposed[m[1]][m[2]] && !slices.Contains(targetLabels, m[2]) {
-			t.Errorf("variable %s: %s has no label %s", v.Name, m[1], m[2])
+			t.Errorf("variable %s: query %q is not label_values(metric{selector}, label)", v.Name, v.Definition)
+		} else if !exposed[m[1]][m[3]] && !slices.Contains(targetLabels, m[3]) {
+			t.Errorf("variable %s: %s has no label %s", v.Name, m[1], m[3])
 		} else if exposed[m[1]] == nil {
 			t.Errorf("variable %s: metric %s is not exposed", v.Name, m[1])
 		}

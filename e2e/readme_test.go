@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -8,10 +9,22 @@ import (
 	"testing"
 )
 
-// TestEveryScenarioIsInTheReadme: the README's table of scenarios names
-// every test of this suite, so a new test cannot go undocumented.
+// TestEveryScenarioIsInTheReadme: a table of scenarios, the README's or
+// that of the docs page on what the test proves, names every test of
+// this suite, so a new test cannot go undocumented.
 func TestEveryScenarioIsInTheReadme(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = filepath.WalkDir("../docs", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".md") {
+			return err
+		}
+		page, err := os.ReadFile(path)
+		readme = append(append(readme, '\n'), page...)
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +44,7 @@ func TestEveryScenarioIsInTheReadme(t *testing.T) {
 				continue
 			}
 			if !strings.Contains(string(readme), "| `"+name+"` |") {
-				t.Errorf("%s (%s) has no row in the README's table of scenarios", name, f)
+				t.Errorf("%s (%s) has no row in a table of scenarios (README.md or docs/)", name, f)
 			}
 		}
 	}

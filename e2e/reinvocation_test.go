@@ -70,7 +70,13 @@ func TestReinvocationWithForeignMutator(t *testing.T) {
 // waitFor polls check every 200ms for up to a minute.
 func waitFor(t *testing.T, what string, check func(context.Context) error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	waitWithin(t, what, time.Minute, check)
+}
+
+// waitWithin is waitFor with a limit of d.
+func waitWithin(t *testing.T, what string, d time.Duration, check func(context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), d)
 	defer cancel()
 	var last error
 	for {

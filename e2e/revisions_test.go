@@ -3,24 +3,23 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"math"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
 	regv1 "k8s.io/api/admissionregistration/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	"github.com/graftdev/graft/config"
 	"github.com/graftdev/graft/e2e/internal/cluster"
+	"github.com/graftdev/graft/e2e/internal/histo"
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/names"
 )
@@ -40,7 +39,7 @@ const canaryImage = "registry.invalid/agent:2.0.0"
 //
 // so accepting 1 <= X <= 24 fails a correct implementation with
 // probability 3.97e-5 < 1e-4 (and 0.9^100 alone rules out n below 88 for
-// a non-zero lower bound). binomialTails recomputes both tails, so the
+// a non-zero lower bound). histo.BinomialTails recomputes both tails, so the
 // bound and this derivation cannot drift apart.
 const (
 	canaryOwners    = 100
@@ -52,28 +51,14 @@ const (
 	canaryNamespace = "rev-canary"
 )
 
-// binomialTails returns P(X < lo) + P(X > hi) for X ~ Binomial(n, p).
-func binomialTails(n int, p float64, lo, hi int) float64 {
-	sum := 0.0
-	for k := 0; k <= n; k++ {
-		if k >= lo && k <= hi {
-			continue
-		}
-		lg, _ := math.Lgamma(float64(n + 1))
-		lk, _ := math.Lgamma(float64(k + 1))
-		lnk, _ := math.Lgamma(float64(n - k + 1))
-		sum += math.Exp(lg - lk - lnk + float64(k)*math.Log(p) + float64(n-k)*math.Log1p(-p))
-	}
-	return sum
-}
-
 // TestCanaryTag: a namespace on the tag canary, splitting 10% to revision
 // next, gets every ReplicaSet's Pods from one revision and about a tenth
-// of the ReplicaSets on next; moving the tag (rewriting graft's config,
-// which graft reloads) sends the next creates to next, with no create
-// failing while it happens.
+// of the ReplicaSets on next, over a hundred Deployments rolled out by the
+// controllers; moving the tag (rewriting graft's config, which graft
+// reloads) while the controllers roll a fifth of them again sends the
+// creates after it to next, with no create failing while it happens.
 func TestCanaryTag(t *testing.T) {
-	if odds := binomialTails(canaryOwners, canaryShare, canaryMin, canaryMax); odds >= maxFailureOdds {
+	if odds := histo.BinomialTails(canaryOwners, canaryShare, canaryMin, canaryMax); odds >= maxFailureOdds {
 		t.Fatalf("the bound [%d, %d] fails a correct split with probability %.3g", canaryMin, canaryMax, odds)
 	}
 	path := env.cluster.GraftConfigPath()
@@ -115,25 +100,27 @@ func TestCanaryTag(t *testing.T) {
 		t.Fatalf("the canary webhook never took effect: %v", err)
 	}
 
-	owners := make([]metav1.OwnerReference, canaryOwners)
-	for i := range owners {
-		owners[i] = createReplicaSet(t, ns, fmt.Sprintf("web-%d", i))
+	// A hundred Deployments rolled out by the controllers: graft sees each
+	// Pod with its ReplicaSet as owner, and hashes the owner's uid.
+	for i := range canaryOwners {
+		createDeployments(t, ns, newDeployment(fmt.Sprintf("web-%d", i), podsPerOwner))
+	}
+	waitRolledOut(t, ns)
+	bySet := revisionsByReplicaSet(t, ns)
+	if len(bySet) != canaryOwners {
+		t.Fatalf("%d ReplicaSets with Pods, want %d", len(bySet), canaryOwners)
 	}
 	onNext := 0
-	for i, owner := range owners {
-		var first string
-		for j := range podsPerOwner {
-			rev, err := createOwnedPod(t.Context(), ns, owner)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if j == 0 {
-				first = rev
-			} else if rev != first {
-				t.Fatalf("ReplicaSet %d (%s): Pod %d on %s, Pod 0 on %s", i, owner.UID, j, rev, first)
+	for uid, pods := range bySet {
+		if len(pods) != podsPerOwner {
+			t.Errorf("ReplicaSet %s: %d Pods, want %d", uid, len(pods), podsPerOwner)
+		}
+		for _, p := range pods[1:] {
+			if p.revision != pods[0].revision {
+				t.Fatalf("ReplicaSet %s: Pod %s on %s, Pod %s on %s", uid, p.name, p.revision, pods[0].name, pods[0].revision)
 			}
 		}
-		if first == "next" {
+		if pods[0].revision == "next" {
 			onNext++
 		}
 	}
@@ -142,36 +129,97 @@ func TestCanaryTag(t *testing.T) {
 		t.Errorf("%d of %d ReplicaSets on next, outside [%d, %d]", onNext, canaryOwners, canaryMin, canaryMax)
 	}
 
-	// Move the tag while Pods are being created.
-	creates := startCreating(t, ns, owners)
-	time.Sleep(300 * time.Millisecond)
+	// Move the tag while the controllers roll a fifth of the Deployments
+	// anew.
+	var restarted []string
+	for i := range canaryOwners / 5 {
+		restarted = append(restarted, fmt.Sprintf("web-%d", i))
+	}
+	restartDeployments(t, ns, restarted...)
+	waitFor(t, "the restart's first Pods", func(ctx context.Context) error {
+		if n := len(restartedPods(t, ns)); n < 10 {
+			return fmt.Errorf("%d Pods of the restart so far", n)
+		}
+		return nil
+	})
 	reloadGraft(t, withCanary(config.Tag{Revision: "next"}))
 	moved := time.Now()
-	creates.waitAfter(moved, 30)
-	results := creates.stop()
-	var before, beforeDefault, after, failed int
-	for _, r := range results {
+	waitRolledOut(t, ns)
+	if failed := failedCreates(t, ns); len(failed) > 0 {
+		t.Errorf("%d Pod creates failed while the tag moved:\n%s", len(failed), strings.Join(failed, "\n"))
+	}
+	// creationTimestamp is set after admission and counts whole
+	// seconds: a Pod stamped a second or more after the move was
+	// admitted after it, one stamped a second or more before, before.
+	var before, beforeDefault, after int
+	for _, p := range restartedPods(t, ns) {
 		switch {
-		case r.err != nil:
-			failed++
-			t.Errorf("create at %s failed: %v", r.start.Format(time.StampMilli), r.err)
-		case r.start.After(moved):
+		case !p.created.Before(moved.Add(time.Second)):
 			after++
-			if r.revision != "next" {
-				t.Errorf("a create started %s after the move got revision %s", r.start.Sub(moved), r.revision)
+			if p.revision != "next" {
+				t.Errorf("Pod %s, created %s after the move, got revision %s", p.name, p.created.Sub(moved), p.revision)
 			}
-		default:
+		case !p.created.Add(time.Second).After(moved):
 			before++
-			if r.revision == "default" {
+			if p.revision == "default" {
 				beforeDefault++
 			}
 		}
 	}
-	t.Logf("%d creates while the tag moved, %d failed: %d started before graft had reloaded (%d on default), %d after (all on next)",
-		len(results), failed, before, beforeDefault, after)
+	t.Logf("the restart while the tag moved: %d Pods created before graft had reloaded (%d on default), %d after (all on next)",
+		before, beforeDefault, after)
 	if beforeDefault == 0 || after == 0 {
 		t.Errorf("the creates do not show the move: %d on default before it, %d after it", beforeDefault, after)
 	}
+}
+
+// canaryPod is what TestCanaryTag reads of a Pod: which revision
+// injected it, by the agent's image.
+type canaryPod struct {
+	name, revision string
+	created        time.Time
+}
+
+// revisionsByReplicaSet reads every running Pod of ns by its ReplicaSet.
+func revisionsByReplicaSet(t *testing.T, ns string) map[types.UID][]canaryPod {
+	t.Helper()
+	out := map[types.UID][]canaryPod{}
+	for uid, pods := range podsByController(t, ns) {
+		for i := range pods {
+			out[uid] = append(out[uid], readCanaryPod(t, &pods[i]))
+		}
+	}
+	return out
+}
+
+// restartedPods are the Pods of ns that `kubectl rollout restart` made.
+func restartedPods(t *testing.T, ns string) []canaryPod {
+	t.Helper()
+	var out []canaryPod
+	for _, pods := range podsByController(t, ns) {
+		for i := range pods {
+			if _, ok := pods[i].Annotations["kubectl.kubernetes.io/restartedAt"]; ok {
+				out = append(out, readCanaryPod(t, &pods[i]))
+			}
+		}
+	}
+	return out
+}
+
+func readCanaryPod(t *testing.T, p *corev1.Pod) canaryPod {
+	t.Helper()
+	for _, c := range allContainers(p) {
+		if c.Name != agentContainer {
+			continue
+		}
+		rev := "default"
+		if c.Image == canaryImage {
+			rev = "next"
+		}
+		return canaryPod{name: p.Name, revision: rev, created: p.CreationTimestamp.Time}
+	}
+	t.Fatalf("Pod %s was not injected: %s", p.Name, containerNames(p))
+	return canaryPod{}
 }
 
 // reloadGraft rewrites graft's config file and waits until graft has
@@ -246,111 +294,4 @@ func generatedWebhooks(t *testing.T, path string, names ...string) []regv1.Mutat
 		t.Fatalf("graft webhooks wrote %d of the webhooks %v", len(hooks), names)
 	}
 	return hooks
-}
-
-// createReplicaSet creates a ReplicaSet of no replicas (no controller runs
-// here) and returns a controller reference to it, with the uid the API
-// server gave it.
-func createReplicaSet(t *testing.T, ns, name string) metav1.OwnerReference {
-	t.Helper()
-	zero := int32(0)
-	labels := map[string]string{"app": name}
-	rs := &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: appsv1.ReplicaSetSpec{
-			Replicas: &zero,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       simplePod("").Spec,
-			},
-		},
-	}
-	got, err := env.client.AppsV1().ReplicaSets(ns).Create(t.Context(), rs, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create ReplicaSet %s: %v", name, err)
-	}
-	return *metav1.NewControllerRef(got, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
-}
-
-// createOwnedPod creates a Pod of owner, as its controller would, and
-// says which revision injected it.
-func createOwnedPod(ctx context.Context, ns string, owner metav1.OwnerReference) (string, error) {
-	p := simplePod("")
-	p.GenerateName = owner.Name + "-"
-	p.OwnerReferences = []metav1.OwnerReference{owner}
-	got, err := env.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
-	if err != nil {
-		return "", err
-	}
-	for _, c := range allContainers(got) {
-		if c.Name != agentContainer {
-			continue
-		}
-		if c.Image == canaryImage {
-			return "next", nil
-		}
-		return "default", nil
-	}
-	return "", fmt.Errorf("Pod %s was not injected: %s", got.Name, containerNames(got))
-}
-
-// creator creates Pods in the background, cycling through owners.
-type creator struct {
-	mu      sync.Mutex
-	results []canaryCreate
-	cancel  context.CancelFunc
-	done    chan struct{}
-}
-
-type canaryCreate struct {
-	start    time.Time
-	revision string
-	err      error
-}
-
-func startCreating(t *testing.T, ns string, owners []metav1.OwnerReference) *creator {
-	ctx, cancel := context.WithCancel(context.Background())
-	c := &creator{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(c.done)
-		for i := 0; ctx.Err() == nil; i++ {
-			start := time.Now()
-			rev, err := createOwnedPod(ctx, ns, owners[i%len(owners)])
-			if ctx.Err() != nil {
-				return // stopped mid-create: not a failure of graft's
-			}
-			c.mu.Lock()
-			c.results = append(c.results, canaryCreate{start: start, revision: rev, err: err})
-			c.mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() { c.stop() })
-	return c
-}
-
-// waitAfter waits until n creates have started after t0.
-func (c *creator) waitAfter(t0 time.Time, n int) {
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		c.mu.Lock()
-		count := 0
-		for _, r := range c.results {
-			if r.start.After(t0) {
-				count++
-			}
-		}
-		c.mu.Unlock()
-		if count >= n {
-			return
-		}
-	}
-}
-
-// stop ends the creates and returns their results.
-func (c *creator) stop() []canaryCreate {
-	c.cancel()
-	<-c.done
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.results
 }

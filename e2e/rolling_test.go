@@ -11,12 +11,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/graftdev/graft/e2e/internal/cluster"
@@ -28,10 +30,10 @@ import (
 // defaults (see rollingServerConfig) so that a window holds enough
 // rotations for the split between replicas to be a measurement.
 const (
-	rollingRate    = 150 // Pod creates per second the load aims at
-	rollingWorkers = 32
-	rollingWarmup  = 2 * time.Second // before the first window
-	rollingWindow  = 9 * time.Second // each pair of replicas at full strength
+	rollingRate        = 150             // Pods per second the load scales Deployments up by
+	rollingDeployments = 20              // scaled in turn, rollingRate/10 replicas at a time
+	rollingWarmup      = 2 * time.Second // before the first window
+	rollingWindow      = 9 * time.Second // each pair of replicas at full strength
 	// Each running replica's share of graft's calls in a window.
 	minShare, maxShare = 0.30, 0.70
 )
@@ -51,8 +53,9 @@ server:
   maxConnAge: 2s
 `
 
-// TestRollingReplicas replaces each of two graft replicas in turn under
-// more than 100 Pod creates per second, the way the shipped Deployment
+// TestRollingReplicas replaces each of two graft replicas in turn while
+// the controllers create more than 100 Pods per second (Deployments
+// scaled up as a user or an autoscaler does), the way the shipped Deployment
 // rolls (a new replica first, then SIGTERM to an old one), against a
 // kube-apiserver that reaches graft through the shipped webhook's service:
 // reference as it is: --enable-aggregator-routing, a real Service and an
@@ -68,11 +71,12 @@ func TestRollingReplicas(t *testing.T) {
 	started := time.Now()
 	r := newRollingRig(t)
 	t.Logf("control plane, network, Service and two replicas ready in %s", time.Since(started).Round(time.Millisecond))
-	load := startLoad(r.client, r.ns, rollingRate, rollingWorkers)
+	load := r.startLoad(t, rollingRate, rollingDeployments)
 	defer load.stop()
 	failOpen0 := r.failOpen(t)
+	refused0 := r.refused(t)
 
-	a, b := r.replicas[0], r.replicas[1]
+	a, b := r.Replicas[0], r.Replicas[1]
 	time.Sleep(rollingWarmup)
 	var windows []shareWindow
 	windows = append(windows, r.measure(t, a, b))
@@ -81,14 +85,15 @@ func TestRollingReplicas(t *testing.T) {
 	d := r.replace(t, b, "graft-d")
 	windows = append(windows, r.measure(t, c, d))
 	rolling := load.until(time.Now())
+	rolling.failed = r.refused(t) - refused0
 
 	if rate := float64(rolling.creates) / rolling.span.Seconds(); rate < 100 || rolling.span < 30*time.Second {
 		t.Errorf("load: %d creates in %s (%.0f/s); want at least 100/s for at least 30 s", rolling.creates, rolling.span.Round(time.Millisecond), rate)
 	}
-	t.Logf("rolling: %d creates in %s (%.0f/s), %d failed, %d not injected",
-		rolling.creates, rolling.span.Round(time.Millisecond), float64(rolling.creates)/rolling.span.Seconds(), len(rolling.failed), rolling.uninjected)
-	if len(rolling.failed) > 0 {
-		t.Errorf("%d creates failed while replicas were replaced:\n%s", len(rolling.failed), summarize(rolling.failed))
+	t.Logf("rolling: %d creates in %s (%.0f/s), %g failed, %d not injected",
+		rolling.creates, rolling.span.Round(time.Millisecond), float64(rolling.creates)/rolling.span.Seconds(), rolling.failed, rolling.uninjected)
+	if rolling.failed > 0 {
+		t.Errorf("%g creates failed while replicas were replaced; the controllers' events:\n%s", rolling.failed, summarize(failedCreatesIn(t, r.client, r.ns)))
 	}
 	if rolling.uninjected > 0 {
 		t.Errorf("%d Pods admitted without injection", rolling.uninjected)
@@ -111,16 +116,13 @@ func TestRollingReplicas(t *testing.T) {
 	r.killReport(t, load, c, d)
 }
 
-// rollingRig is the dedicated control plane and the replicas behind it.
+// rollingRig is the dedicated control plane and graft served behind it.
 type rollingRig struct {
-	cp        *cluster.Cluster
-	client    kubernetes.Interface
-	network   *cluster.Network
-	set       *cluster.ReplicaSet
-	endpoints *cluster.Endpoints
-	replicas  []*cluster.Replica
-	ns        string
-	webhook   string // the mutating webhook's name in the API server's metrics
+	cp     *cluster.Cluster
+	client kubernetes.Interface
+	*cluster.Served
+	ns      string
+	webhook string // the mutating webhook's name in the API server's metrics
 }
 
 func newRollingRig(t *testing.T) *rollingRig {
@@ -135,6 +137,14 @@ func newRollingRig(t *testing.T) *rollingRig {
 		t.Fatal(err)
 	}
 	opts.Dir = dir
+	// The load is the controllers' Pod creates: kube-controller-manager's
+	// clients may send what they need for it (kubeadm leaves them at 20
+	// requests/s, which would cap the creates below the pace), and no
+	// nodes run, so that scheduling and kwok's status writes do not
+	// compete with the creates on a 2-core machine: admission is what this
+	// test loads.
+	opts.Nodes = 0
+	opts.ControllerManagerArgs = []string{"--kube-api-qps=1000", "--kube-api-burst=2000"}
 	r := &rollingRig{}
 	t.Cleanup(func() { r.close(t, dir) })
 
@@ -144,10 +154,6 @@ func newRollingRig(t *testing.T) *rollingRig {
 		t.Fatal(err)
 	}
 	r.client = r.cp.Client
-	if r.network, err = cluster.NewNetwork(ctx); err != nil {
-		t.Fatal(err)
-	}
-	shipped := env.shipped
 	config, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "base", "config.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -156,55 +162,12 @@ func newRollingRig(t *testing.T) *rollingRig {
 	if err := os.WriteFile(configPath, append(config, rollingServerConfig...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r.set, err = cluster.NewReplicaSet(opts.Graft, dir, r.network,
+	r.Served, err = r.cp.ServeGraft(ctx, env.shipped, []string{"graft-a", "graft-b"},
 		"--config="+configPath, "--templates-dir="+filepath.Join(repoRoot, "deploy", "base", "templates"))
 	if err != nil {
 		t.Fatal(err)
 	}
-
-	// graft's namespace and Service, whose endpoints this test keeps.
-	if err := r.cp.CreateNamespace(ctx, shipped.Namespace, nil); err != nil {
-		t.Fatal(err)
-	}
-	if shipped.Service == nil {
-		t.Fatal("deploy/base has no Service")
-	}
-	wh := shipped.Webhook.DeepCopy()
-	ref := wh.Webhooks[0].ClientConfig.Service
-	if ref == nil || ref.Name != shipped.Service.Name || ref.Namespace != shipped.Service.Namespace {
-		t.Fatalf("the shipped webhook does not reference the shipped Service: %+v", ref)
-	}
-	portName := ""
-	for _, p := range shipped.Service.Spec.Ports {
-		if ref.Port != nil && p.Port == *ref.Port {
-			portName = p.Name
-		}
-	}
-	if r.endpoints, err = cluster.CreateService(ctx, r.client, shipped.Service, portName, cluster.ReplicaPort); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"graft-a", "graft-b"} {
-		r.startReplica(t, name)
-	}
-
-	// The shipped registration as it is, service: references included,
-	// and the policy that refuses an uninjected Pod.
-	wh.ResourceVersion = ""
-	for i := range wh.Webhooks {
-		wh.Webhooks[i].ClientConfig.CABundle = r.set.CA
-	}
-	r.webhook = wh.Webhooks[0].Name
-	if _, err := r.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, wh, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	policy, binding := shipped.Policy.DeepCopy(), shipped.Binding.DeepCopy()
-	policy.ResourceVersion, binding.ResourceVersion = "", ""
-	if _, err := r.client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	r.webhook = r.Webhook
 	r.ns = "e2e-rolling"
 	if err := r.cp.CreateNamespace(ctx, r.ns, map[string]string{names.Inject: "enabled"}); err != nil {
 		t.Fatal(err)
@@ -218,14 +181,8 @@ func newRollingRig(t *testing.T) *rollingRig {
 // startReplica starts a replica and adds it to the endpoints once ready.
 func (r *rollingRig) startReplica(t *testing.T, name string) *cluster.Replica {
 	t.Helper()
-	rep, err := r.set.Start(t.Context(), name)
-	if rep != nil {
-		r.replicas = append(r.replicas, rep)
-	}
+	rep, err := r.StartReplica(t.Context(), name)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.endpoints.Set(t.Context(), rep, cluster.EndpointReady); err != nil {
 		t.Fatal(err)
 	}
 	return rep
@@ -238,7 +195,7 @@ func (r *rollingRig) startReplica(t *testing.T, name string) *cluster.Replica {
 func (r *rollingRig) replace(t *testing.T, old *cluster.Replica, name string) *cluster.Replica {
 	t.Helper()
 	next := r.startReplica(t, name)
-	if err := r.endpoints.Set(t.Context(), old, cluster.EndpointTerminating); err != nil {
+	if err := r.Endpoints.Set(t.Context(), old, cluster.EndpointTerminating); err != nil {
 		t.Fatal(err)
 	}
 	if err := old.Signal(syscall.SIGTERM); err != nil {
@@ -249,7 +206,7 @@ func (r *rollingRig) replace(t *testing.T, old *cluster.Replica, name string) *c
 	if err := old.Wait(ctx); err != nil {
 		t.Errorf("%s after SIGTERM: %v\n%s", old.Name, err, old.Log(8<<10))
 	}
-	if err := r.endpoints.Remove(t.Context(), old); err != nil {
+	if err := r.Endpoints.Remove(t.Context(), old); err != nil {
 		t.Fatal(err)
 	}
 	return next
@@ -305,6 +262,22 @@ func (r *rollingRig) failOpen(t *testing.T) float64 {
 	return r.apiserverMetric(t, "apiserver_admission_webhook_fail_open_count", r.ours)
 }
 
+// refused is how many Pod creates the API server has refused for graft's
+// sake: calls to graft's webhook it turned into a refusal (an error under
+// failurePolicy Fail, or a denial), and Pods the shipped policy denied
+// (admitted without graft under Ignore). The controllers retry what is
+// refused, so this is the count of failed creates.
+func (r *rollingRig) refused(t *testing.T) float64 {
+	t.Helper()
+	c, token := r.cp.APIServerHTTP()
+	defer c.CloseIdleConnections()
+	mfs := scrape(t, c, r.cp.APIServerURL()+"/metrics", token)
+	return sumFamily(mfs, "apiserver_admission_webhook_rejection_count", r.ours) +
+		sumFamily(mfs, "apiserver_validating_admission_policy_check_total", func(m *dto.Metric) bool {
+			return histo.Label(m, "policy") == env.shipped.Policy.Name && histo.Label(m, "enforcement_action") == "deny"
+		})
+}
+
 func (r *rollingRig) ours(m *dto.Metric) bool { return histo.Label(m, "name") == r.webhook }
 
 func sumFamily(mfs map[string]*dto.MetricFamily, name string, match func(*dto.Metric) bool) float64 {
@@ -327,9 +300,10 @@ func sumFamily(mfs map[string]*dto.MetricFamily, name string, match func(*dto.Me
 // ready for a second (until a kubelet would notice), then marks it not
 // ready and rolls in a replacement. It logs what failed and how the API
 // server handled it: this is what a crash costs, not a requirement.
-func (r *rollingRig) killReport(t *testing.T, load *podLoad, victim, survivor *cluster.Replica) {
+func (r *rollingRig) killReport(t *testing.T, load *workloadLoad, victim, survivor *cluster.Replica) {
 	t.Helper()
 	failOpen0 := r.failOpen(t)
+	refused0 := r.refused(t)
 	calls0 := r.webhookCalls(t)
 	survivor0 := replicaRequests(t, survivor)
 	from := time.Now()
@@ -337,27 +311,28 @@ func (r *rollingRig) killReport(t *testing.T, load *podLoad, victim, survivor *c
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second)
-	if err := r.endpoints.Set(t.Context(), victim, cluster.EndpointNotReady); err != nil {
+	if err := r.Endpoints.Set(t.Context(), victim, cluster.EndpointNotReady); err != nil {
 		t.Fatal(err)
 	}
 	next := r.startReplica(t, "graft-e")
-	if err := r.endpoints.Remove(t.Context(), victim); err != nil {
+	if err := r.Endpoints.Remove(t.Context(), victim); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Second)
 	load.stop()
 	after := load.since(from)
+	after.failed = r.refused(t) - refused0
 	calls := r.webhookCalls(t)
 	for code := range calls {
 		calls[code] -= calls0[code]
 	}
 	answered := replicaRequests(t, survivor) - survivor0 + replicaRequests(t, next)
-	t.Logf("SIGKILL report: %s killed under load; in the %s after: %d creates, %d failed, %d not injected; fail-open count +%g",
-		victim.Name, after.span.Round(time.Millisecond), after.creates, len(after.failed), after.uninjected, r.failOpen(t)-failOpen0)
+	t.Logf("SIGKILL report: %s killed under load; in the %s after: %d creates, %g failed (the controllers retried them), %d not injected; fail-open count +%g",
+		victim.Name, after.span.Round(time.Millisecond), after.creates, after.failed, after.uninjected, r.failOpen(t)-failOpen0)
 	t.Logf("SIGKILL report: the API server's calls to %s by HTTP code %v; %s and %s answered %g",
 		r.webhook, calls, survivor.Name, next.Name, answered)
-	if len(after.failed) > 0 {
-		t.Logf("SIGKILL report: the failed creates:\n%s", summarize(after.failed))
+	if after.failed > 0 {
+		t.Logf("SIGKILL report: the controllers' events of the failed creates:\n%s", summarize(failedCreatesIn(t, r.client, r.ns)))
 	}
 	if lines := failingOpen(r.cp.Logs(1 << 20)); len(lines) > 0 {
 		t.Logf("SIGKILL report: the API server's log of the calls it failed open on (each logged once per call):\n%s", summarize(lines))
@@ -398,7 +373,7 @@ func failingOpen(log string) []string {
 func summarize(errs []string) string {
 	counts := map[string]int{}
 	for _, e := range errs {
-		counts[podName.ReplaceAllString(e, "r-N")]++
+		counts[podName.ReplaceAllString(e, "load-N")]++
 	}
 	msgs := make([]string, 0, len(counts))
 	for m := range counts {
@@ -412,25 +387,24 @@ func summarize(errs []string) string {
 	return sb.String()
 }
 
-var podName = regexp.MustCompile(`r-\d+`)
+// podName matches the names the load's ReplicaSets give their Pods.
+var podName = regexp.MustCompile(`load-\d+-[a-z0-9]+(-[a-z0-9]{5})?`)
 
 func (r *rollingRig) close(t *testing.T, dir string) {
 	start := time.Now()
 	defer func() { t.Logf("teardown took %s", time.Since(start).Round(time.Millisecond)) }()
 	var errs []error
-	for _, rep := range r.replicas {
-		if t.Failed() {
-			t.Logf("===== %s log =====\n%s", rep.Name, rep.Log(16<<10))
-		}
-		errs = append(errs, rep.Close())
+	var logs []string
+	if r.cp != nil {
+		logs = r.cp.LogFiles()
 	}
-	if r.network != nil {
-		errs = append(errs, r.network.Close())
+	if r.Served != nil {
+		for _, rep := range r.Replicas {
+			logs = append(logs, rep.LogPath())
+		}
+		errs = append(errs, r.Served.Close())
 	}
 	if r.cp != nil {
-		if t.Failed() {
-			t.Log(r.cp.Logs(32 << 10))
-		}
 		errs = append(errs, r.cp.Stop())
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -438,41 +412,52 @@ func (r *rollingRig) close(t *testing.T, dir string) {
 	}
 	if t.Failed() {
 		os.RemoveAll(filepath.Join(dir, "etcd-data"))
-		t.Logf("logs kept in %s", dir)
+		t.Logf("the processes' logs, kept: %s", strings.Join(logs, " "))
 		return
 	}
 	os.RemoveAll(dir)
 }
 
-// podLoad creates Pods at a steady rate from several workers and records
-// every outcome.
-type podLoad struct {
+// workloadLoad scales Deployments up at a steady pace, as a user or an
+// autoscaler does, and records every Pod the controllers create.
+type workloadLoad struct {
 	client  kubernetes.Interface
 	ns      string
 	started time.Time
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	once    sync.Once
-
-	mu      sync.Mutex
-	results []rollingResult
+	watch   *cluster.PodWatch
+	// wanted is the replicas asked for so far, over all Deployments.
+	wanted atomic.Int64
 }
 
-type rollingResult struct {
-	at       time.Time
-	err      error
-	injected bool
-}
-
-// startLoad starts creating. Stopping ends the feed; creates under way
-// finish and count.
-func startLoad(client kubernetes.Interface, ns string, rate, workers int) *podLoad {
+// startLoad creates deployments Deployments of no replicas in r's
+// namespace, then scales one of them, in turn, by rate/10 replicas every
+// 100 ms. Stopping ends the scaling and waits for the controllers to
+// create what was asked.
+func (r *rollingRig) startLoad(t *testing.T, rate, deployments int) *workloadLoad {
+	t.Helper()
+	ctx := t.Context()
+	apps := r.client.AppsV1().Deployments(r.ns)
+	names := make([]string, deployments)
+	for i := range names {
+		d := newDeployment(fmt.Sprintf("load-%02d", i), 0)
+		if _, err := apps.Create(ctx, d, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		names[i] = d.Name
+	}
+	w, err := cluster.WatchPods(ctx, r.client, r.ns, isInjected)
+	if err != nil {
+		t.Fatal(err)
+	}
 	feed, stop := context.WithCancel(context.Background())
-	l := &podLoad{client: client, ns: ns, started: time.Now(), cancel: stop}
-	jobs := make(chan int)
+	l := &workloadLoad{client: r.client, ns: r.ns, started: time.Now(), cancel: stop, watch: w}
+	step := max(rate/10, 1)
 	l.wg.Go(func() {
-		defer close(jobs)
-		tick := time.NewTicker(time.Second / time.Duration(rate))
+		replicas := make([]int, deployments)
+		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		for i := 0; ; i++ {
 			select {
@@ -480,29 +465,35 @@ func startLoad(client kubernetes.Interface, ns string, rate, workers int) *podLo
 				return
 			case <-tick.C:
 			}
-			select {
-			case jobs <- i:
-			default: // every worker busy: this create is not made
+			k := i % deployments
+			replicas[k] += step
+			patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, replicas[k])
+			if _, err := apps.Patch(feed, names[k], types.MergePatchType, patch, metav1.PatchOptions{}, "scale"); err != nil {
+				if feed.Err() == nil {
+					t.Errorf("scale %s to %d: %v", names[k], replicas[k], err)
+				}
+				return
 			}
+			l.wanted.Add(int64(step))
 		}
 	})
-	for range workers {
-		l.wg.Go(func() {
-			for i := range jobs {
-				p, err := client.CoreV1().Pods(ns).Create(context.Background(), simplePod(fmt.Sprintf("r-%05d", i)), metav1.CreateOptions{})
-				l.mu.Lock()
-				l.results = append(l.results, rollingResult{at: time.Now(), err: err, injected: err == nil && isInjected(p)})
-				l.mu.Unlock()
-			}
-		})
-	}
 	return l
 }
 
-func (l *podLoad) stop() {
+// stop ends the scaling and waits (up to a minute) until the controllers
+// have created every Pod asked for.
+func (l *workloadLoad) stop() {
 	l.once.Do(func() {
 		l.cancel()
 		l.wg.Wait()
+		deadline := time.Now().Add(time.Minute)
+		for time.Now().Before(deadline) {
+			if created, _ := l.watch.Counts(); int64(created) >= l.wanted.Load() {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		l.watch.Close()
 	})
 }
 
@@ -510,23 +501,18 @@ func (l *podLoad) stop() {
 type loadSummary struct {
 	span       time.Duration
 	creates    int
-	failed     []string
+	failed     float64 // refused creates, by the API server's count
 	uninjected int
 }
 
-func (l *podLoad) summary(from, to time.Time) loadSummary {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func (l *workloadLoad) summary(from, to time.Time) loadSummary {
 	s := loadSummary{span: to.Sub(from)}
-	for _, r := range l.results {
-		if r.at.Before(from) || r.at.After(to) {
+	for _, p := range l.watch.Seen() {
+		if p.Created.Before(from) || p.Created.After(to) {
 			continue
 		}
 		s.creates++
-		switch {
-		case r.err != nil:
-			s.failed = append(s.failed, r.err.Error())
-		case !r.injected:
+		if !p.Marked {
 			s.uninjected++
 		}
 	}
@@ -534,7 +520,7 @@ func (l *podLoad) summary(from, to time.Time) loadSummary {
 }
 
 // until summarizes the creates from the start to t.
-func (l *podLoad) until(t time.Time) loadSummary { return l.summary(l.started, t) }
+func (l *workloadLoad) until(t time.Time) loadSummary { return l.summary(l.started, t) }
 
 // since summarizes the creates from t to now.
-func (l *podLoad) since(t time.Time) loadSummary { return l.summary(t, time.Now()) }
+func (l *workloadLoad) since(t time.Time) loadSummary { return l.summary(t, time.Now()) }

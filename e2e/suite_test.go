@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -28,6 +29,8 @@ type suite struct {
 	templatesDir string
 	// serverVersion is what kube-apiserver reports, e.g. v1.36.3.
 	serverVersion string
+	// nodes is how many simulated nodes run.
+	nodes int
 }
 
 // templateProfile is the profile the suite's config adds for each built-in
@@ -85,7 +88,7 @@ type configFile struct {
 }
 
 func startSuite(ctx context.Context, opts cluster.Options) (*suite, error) {
-	s := &suite{}
+	s := &suite{nodes: opts.Nodes}
 	var err error
 	s.cluster, err = cluster.Start(ctx, opts)
 	if err != nil {
@@ -129,15 +132,24 @@ func (s *suite) waitInjecting(ctx context.Context, ns string) error {
 }
 
 // newNamespace creates a namespace for one test. Namespaces are never
-// deleted: nothing here would finalize them, and each run starts from a
-// fresh etcd.
+// deleted: each run starts from a fresh etcd. Should the test fail, it
+// says where the processes' logs are.
 func newNamespace(t *testing.T, name string, labels map[string]string) string {
 	t.Helper()
+	t.Cleanup(func() { logsOnFailure(t) })
 	ns, err := env.createNamespace(t.Context(), name, labels)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return ns
+}
+
+// logsOnFailure points a failed test at the processes' logs, which the
+// run keeps when any test fails.
+func logsOnFailure(t *testing.T) {
+	if t.Failed() {
+		t.Logf("the processes' logs: %s", strings.Join(env.cluster.LogFiles(), " "))
+	}
 }
 
 // optedIn creates a namespace labelled for the default profile.

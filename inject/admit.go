@@ -1,10 +1,11 @@
 package inject
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/graftdev/graft/internal/names"
 )
@@ -45,13 +46,17 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 	if r := decideMeta(p); r != ReasonNone {
 		return skip(dst, rv, r, &res), res, nil
 	}
-	if err := parsePodSpec(p); err != nil {
+	s.budget.start(o.Deadline, e.now)
+	switch err := parsePodSpec(p, &s.budget); {
+	case errors.Is(err, errBudget):
+		return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil
+	case err != nil:
 		return dst, Result{}, fmt.Errorf("%w: request.object.spec is not a readable Pod spec: %w", ErrMalformed, err)
 	}
 	if p.hostNetwork && !ps.cfg.InjectHostNetwork {
 		return skip(dst, rv, ReasonHostNetwork, &res), res, nil
 	}
-	if e.late(o.Deadline) {
+	if s.budget.check() {
 		return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil
 	}
 	ent, err := e.entryFor(ps, p, s)
@@ -87,7 +92,7 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 	if msg := pl.nsDenial(o.PodSecurity); msg != "" {
 		return e.deny(dst, rv, ReasonPodSecurity, msg, &res, ex), res, nil
 	}
-	if e.late(o.Deadline) {
+	if s.budget.check() {
 		return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil
 	}
 	if ex != nil {
@@ -98,52 +103,113 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 		s.patch = conflictMessage(s.patch[:0], s.conflict, pl, ps.name)
 		return e.denyConflict(dst, rv, b2s(s.patch), &res, ex), res, nil
 	case mergeUpgrade, mergeRepair:
-		rw, err := e.rework(ps, pl, rv.object, out == mergeUpgrade)
-		if err != nil {
-			return e.fail(dst, rv, ps, ReasonInternal, &res), res, nil
-		}
-		if e.late(o.Deadline) {
+		rw, err := e.rework(ps, pl, rv.object, out == mergeUpgrade, &s.budget)
+		switch {
+		case errors.Is(err, errBudget) || err == nil && s.budget.check():
 			return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil
-		}
-		if rw.denyMsg != "" {
+		case errors.Is(err, errTooLarge):
+			return e.failTooLarge(dst, rv, ps, tooLarge{what: "patch", limit: e.cfg.MaxPatchBytes}, &res, ex), res, nil
+		case err != nil:
+			return e.fail(dst, rv, ps, ReasonInternal, &res), res, nil
+		case rw.denyMsg != "":
 			return e.deny(dst, rv, rw.reason, rw.denyMsg, &res, ex), res, nil
+		case len(rw.patch) > e.cfg.MaxPatchBytes:
+			return e.failTooLarge(dst, rv, ps, tooLarge{what: "patch", size: len(rw.patch), limit: e.cfg.MaxPatchBytes}, &res, ex), res, nil
 		}
 		return e.answer(dst, rv, ent, rw.patch, rw.ops, rw.notices, &res, ex), res, nil
 	}
 	if len(s.podAdds) > 0 && ps.cfg.PodResources == PodResourcesDeny {
 		return e.deny(dst, rv, ReasonPodResources, s.podResourcesDenial(pl, ps.name), &res, ex), res, nil
 	}
+	if s.budget.check() {
+		return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil
+	}
 	if len(s.edits) == 0 {
 		return e.answer(dst, rv, ent, nil, 0, s.notices, &res, ex), res, nil
 	}
-	rc, err := e.writePatch(pl, p, s)
-	if err != nil {
+	if tl, over := s.annotationsTooLarge(pl, p, rv.object, e.impl.maxAnnotations); over {
+		return e.failTooLarge(dst, rv, ps, tl, &res, ex), res, nil
+	}
+	ops, err := e.writePatch(pl, p, s)
+	switch {
+	case errors.Is(err, errBudget):
+		return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil
+	case errors.Is(err, errTooLarge):
+		return e.failTooLarge(dst, rv, ps, tooLarge{what: "patch", limit: e.cfg.MaxPatchBytes}, &res, ex), res, nil
+	case err != nil:
 		return e.fail(dst, rv, ps, ReasonInternal, &res), res, nil
 	}
-	if e.late(o.Deadline) {
+	if s.budget.check() {
 		return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil
 	}
-	return e.answer(dst, rv, ent, s.patch, len(rc.ops)+s.podResOps, s.notices, &res, ex), res, nil
+	return e.answer(dst, rv, ent, s.patch, ops, s.notices, &res, ex), res, nil
 }
 
+// errTooLarge: the patch passed Config.MaxPatchBytes while being written.
+var errTooLarge = errors.New("patch too large")
+
 // writePatch appends to s.patch the patch for the edits merge left in s,
-// replaying the cached recipe of their shape (compiled on a miss).
-func (e *Engine) writePatch(pl *plan, p *pod, s *scratch) (*patchRecipe, error) {
-	s.shapeKey = appendShapeKey(s.shapeKey[:0], pl.id, s)
-	rc := e.impl.shapes.get(s.shapeKey)
-	if rc == nil {
-		var err error
-		if rc, err = compileRecipe(pl, s); err != nil {
-			return nil, err
-		}
-		e.impl.shapes.put(s.shapeKey, rc)
-	}
+// replaying the cached recipe of each edit's shape (compiled on a miss),
+// and returns the number of operations. It stops with errBudget when the
+// budget runs out and errTooLarge when the patch passes
+// Config.MaxPatchBytes, so neither a Pod's size nor its author decides
+// how long it runs or how much it writes.
+func (e *Engine) writePatch(pl *plan, p *pod, s *scratch) (int, error) {
 	s.tokenVolume = p.tokenVolume()
 	if v, ok := p.annotation(names.LimitRangerAnnotation); ok && s.injectsContainers() {
 		s.resourced = limitRangeDefaults(pl, p, v, s)
 	}
-	s.patch = appendPatch(s.patch[:0], rc, pl, s)
-	s.patch, s.podResOps = appendPodResourceOps(s.patch, p, s)
+	for i := range s.recent {
+		s.recent[i].rc = nil // the keys' buffers are kept
+	}
+	if err := e.recipes(pl, s); err != nil {
+		return 0, err
+	}
+	s.patch = append(s.patch[:0], '[')
+	ops := 0
+	for i := range s.edits {
+		if s.budget.spent() {
+			return 0, errBudget
+		}
+		if len(s.patch) > e.cfg.MaxPatchBytes {
+			return 0, errTooLarge
+		}
+		rc := s.recipes[i]
+		s.patch = appendEditOps(s.patch, rc, &s.edits[i], pl, s)
+		ops += len(rc.ops)
+	}
+	if ops > 0 {
+		s.patch = s.patch[:len(s.patch)-1] // the last op's comma
+	}
+	s.patch = append(s.patch, ']')
+	var podOps int
+	s.patch, podOps = appendPodResourceOps(s.patch, p, s)
+	ops += podOps
+	if len(s.patch) > e.cfg.MaxPatchBytes {
+		return 0, errTooLarge
+	}
+	return ops, nil
+}
+
+// recipe returns the recipe for edit ed's shape: the one the previous edit
+// of the same target used when the shape is the same (an app container's
+// env is most often shaped like the one before), else the cached one,
+// else a new one, cached.
+func (e *Engine) recipe(pl *plan, ed *edit, s *scratch) (*patchRecipe, error) {
+	s.shapeKey = appendShapeKey(s.shapeKey[:0], pl.id, ed, s)
+	last := &s.recent[ed.target]
+	if last.rc != nil && bytes.Equal(last.key, s.shapeKey) {
+		return last.rc, nil
+	}
+	rc, _ := e.impl.shapes.get(s.shapeKey)
+	if rc == nil {
+		var err error
+		if rc, err = compileRecipe(pl, ed, s); err != nil {
+			return nil, err
+		}
+		e.impl.shapes.put(s.shapeKey, rc)
+	}
+	last.key, last.rc = append(last.key[:0], s.shapeKey...), rc
 	return rc, nil
 }
 
@@ -199,11 +265,6 @@ func (e *Engine) deny(dst []byte, rv *review, reason Reason, msg string, res *Re
 	return w.end()
 }
 
-// late reports whether the deadline has passed.
-func (e *Engine) late(deadline time.Time) bool {
-	return !deadline.IsZero() && !e.now().Before(deadline)
-}
-
 // decideEnvelope applies the policy that needs only the envelope.
 func decideEnvelope(rv *review) Reason {
 	switch {
@@ -238,18 +299,46 @@ func skip(dst []byte, rv *review, r Reason, res *Result) []byte {
 
 // fail answers per the profile's failure mode.
 func (e *Engine) fail(dst []byte, rv *review, ps *profileState, r Reason, res *Result) []byte {
+	return e.failWith(dst, rv, ps, r, "", res)
+}
+
+// failTooLarge answers per the failure mode a Pod whose injection passes
+// a limit, naming the limit (and telling Explain).
+func (e *Engine) failTooLarge(dst []byte, rv *review, ps *profileState, t tooLarge, res *Result, ex *Explanation) []byte {
+	var buf [64]byte
+	cause := t.appendCause(buf[:0])
+	if ex != nil {
+		ex.Message = "too large: " + string(cause)
+	}
+	return e.failWith(dst, rv, ps, ReasonTooLarge, b2s(cause), res)
+}
+
+// failWith answers per the profile's failure mode for reason r, with
+// cause (may be empty) saying more.
+func (e *Engine) failWith(dst []byte, rv *review, ps *profileState, r Reason, cause string, res *Result) []byte {
 	res.Reason = r
 	res.Templates, res.PatchOps, res.PatchBytes = nil, 0, 0
+	sep := ""
+	if cause != "" {
+		sep = ": "
+	}
 	w := responseWriter{dst: dst}
 	if ps.cfg.FailureMode == FailDeny {
 		res.Decision = DecisionDeny
 		w.begin(rv, false)
-		w.status(503, "ServiceUnavailable", "graft could not inject sidecars ("+r.String()+"); the profile "+ps.name+" denies Pods it cannot inject, retry the request")
+		// Retrying helps a budget, overload or internal failure (503),
+		// never a Pod too large for graft (400, as it is sent).
+		code, status, retry := 503, "ServiceUnavailable", ", retry the request"
+		if r == ReasonTooLarge {
+			code, status, retry = 400, "BadRequest", ""
+		}
+		w.statusParts(code, status, "graft could not inject sidecars (", r.String(), sep, cause,
+			"); the profile ", ps.name, " denies Pods it cannot inject", retry)
 		return w.end()
 	}
 	res.Decision = DecisionFailOpen
 	w.begin(rv, true)
-	w.warn("graft: sidecars not injected (", r.String(), "); the Pod is admitted without them")
+	w.warn("graft: sidecars not injected (", r.String(), sep, cause, "); the Pod is admitted without them")
 	w.endWarnings()
 	res.Warnings = w.warnings
 	return w.end()

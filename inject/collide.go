@@ -171,8 +171,10 @@ func sameProtocol(a, b string) bool {
 }
 
 // findCollision returns the first collision of template ti with the
-// Pod's own containers, when the record does not hold ti yet.
-func findCollision(pl *plan, ti int, p *pod, r *record) (conflict, bool) {
+// Pod's own containers, when the record does not hold ti yet. It checks
+// budget b per port and container of the Pod and, once b is spent,
+// reports none: the caller answers budget-exceeded.
+func findCollision(pl *plan, ti int, p *pod, r *record, b *budget) (conflict, bool) {
 	t := &pl.tmpls[ti]
 	if r.find(t.name) >= 0 {
 		return conflict{}, false
@@ -186,6 +188,9 @@ func findCollision(pl *plan, ti int, p *pod, r *record) (conflict, bool) {
 	for i := range t.ports {
 		gp := &t.ports[i]
 		for j := range p.ports {
+			if b.spent() {
+				return conflict{}, false
+			}
 			pt := &p.ports[j]
 			app := appName(pt)
 			if r.owns(kContainers, app) {
@@ -201,17 +206,26 @@ func findCollision(pl *plan, ti int, p *pod, r *record) (conflict, bool) {
 	}
 	for _, ru := range t.reserved {
 		for ci := range p.containers {
+			if b.spent() {
+				return conflict{}, false
+			}
 			if c := &p.containers[ci]; !r.owns(kContainers, c.name) && runsAs(c.uid, p.uid, ru.uid) {
 				return conflict{kind: collideUID, tmpl: ti, app: c.name, graft: ru.container, number: ru.uid, pod: !c.uid.set}, true
 			}
 		}
 		for ci := range p.initContainers {
+			if b.spent() {
+				return conflict{}, false
+			}
 			if c := &p.initContainers[ci]; !r.owns(kContainers, c.name) && runsAs(c.uid, p.uid, ru.uid) {
 				return conflict{kind: collideUID, tmpl: ti, app: c.name, graft: ru.container, number: ru.uid, pod: !c.uid.set}, true
 			}
 		}
 	}
 	for ci := range p.containers {
+		if b.spent() {
+			return conflict{}, false
+		}
 		c := &p.containers[ci]
 		if r.owns(kContainers, c.name) {
 			continue

@@ -90,13 +90,13 @@ type Profile struct {
 	// a Pod whose annotations do is answered per onInvalidParams.
 	AllowedImages []string `json:"allowedImages,omitempty"`
 	// PodSecurity bounds the Pod Security level what the profile injects
-	// may need (docs/pod-security.md).
+	// may need (docs/concepts/pod-security.md).
 	PodSecurity PodSecurity `json:"podSecurity,omitzero"`
 	// PodResources answers a Pod that sets pod-level resources
 	// (spec.resources): add (the default) adds the requests and limits of
 	// the containers graft injects to its pod-level figures, so that the
 	// Pod stays valid; deny refuses it, naming what the sidecars request
-	// (docs/pod-security.md).
+	// (docs/concepts/pod-security.md).
 	PodResources PodResourcesMode `json:"podResources,omitempty"`
 }
 
@@ -113,6 +113,12 @@ type Config struct {
 	// ExcludedNamespaces are never injected, whatever their labels.
 	// Defaults to kube-system, kube-public and kube-node-lease.
 	ExcludedNamespaces []string `json:"excludedNamespaces,omitempty"`
+	// MaxPatchBytes bounds the JSON patch graft returns for one Pod; a
+	// Pod whose patch would be larger is answered per its profile's
+	// failureMode (reason too-large). Defaults to 1 MiB (1048576): a
+	// patch only adds to the Pod, which etcd stores whole under its
+	// default 1.5 MiB request limit.
+	MaxPatchBytes int `json:"maxPatchBytes,omitempty"`
 }
 
 // DefaultRevision is the name of a configuration's revision when it
@@ -140,6 +146,12 @@ func (c *Config) defaults() error {
 	}
 	if c.ExcludedNamespaces == nil {
 		c.ExcludedNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
+	}
+	if c.MaxPatchBytes == 0 {
+		c.MaxPatchBytes = DefaultMaxPatchBytes
+	}
+	if c.MaxPatchBytes < 0 {
+		return fmt.Errorf("%w: maxPatchBytes %d: want a positive number of bytes", ErrConfig, c.MaxPatchBytes)
 	}
 	if err := CheckName(c.Revision); err != nil {
 		return fmt.Errorf("%w: revision: %w", ErrConfig, err)

@@ -250,16 +250,46 @@ func TestCachedPlanOutlivesTheBody(t *testing.T) {
 }
 
 // TestShapeIgnoresListLengths: Pods that differ only in how many env vars,
-// mounts or containers-worth of elements they hold share one patch shape,
-// so a huge Pod never costs a fresh diff over its whole list.
+// mounts or containers-worth of elements they hold share their patch
+// shapes, so a huge Pod never costs a fresh diff over its whole list.
 func TestShapeIgnoresListLengths(t *testing.T) {
 	e := newTestEngine(t, goldenConfig())
-	for i, n := range []int{0, 3, 50, 5000, 4999} {
-		review := corpus.Build(corpus.Spec{Containers: 1, EnvPerContain: n, Volumes: 2, Seed: uint64(i)})
+	admit := func(s corpus.Spec) int {
+		review := corpus.Build(s)
 		applyResponse(t, review, mustAdmit(t, e, review, Options{}))
+		return len(e.impl.shapes.m)
 	}
-	// n=0 writes env: null (another shape); the rest share one.
-	if got := len(e.impl.shapes.m); got != 2 {
-		t.Errorf("%d shapes cached, want 2", got)
+	base := admit(corpus.Spec{Containers: 1, EnvPerContain: 3, Volumes: 2, Seed: 1})
+	for i, n := range []int{50, 5000, 4999} {
+		if got := admit(corpus.Spec{Containers: 1, EnvPerContain: n, Volumes: 2, Seed: uint64(i + 2)}); got != base {
+			t.Errorf("%d env vars: %d shapes cached, want %d", n, got, base)
+		}
+	}
+	// No env at all writes env: null: one more shape, for that list only.
+	if got := admit(corpus.Spec{Containers: 1, EnvPerContain: 0, Volumes: 2, Seed: 5}); got != base+1 {
+		t.Errorf("no env: %d shapes cached, want %d", got, base+1)
+	}
+}
+
+// TestShapeIgnoresContainerCount: how many app containers a Pod has adds
+// no shape (each container's lists are shaped alone), so the shape cache
+// holds keys and recipes the size of the plan, never of the Pod.
+func TestShapeIgnoresContainerCount(t *testing.T) {
+	e := newTestEngine(t, DefaultConfig())
+	var want int
+	for i, n := range []int{1, 10, 1000, 999} {
+		review := manyContainersReview(n)
+		applyResponse(t, review, mustAdmit(t, e, review, Options{}))
+		got := len(e.impl.shapes.m)
+		if i == 0 {
+			want = got
+		} else if got != want {
+			t.Errorf("%d containers: %d shapes cached, want %d", n, got, want)
+		}
+		for k := range e.impl.shapes.m {
+			if len(k) > 64 {
+				t.Errorf("%d containers: a shape key of %d bytes", n, len(k))
+			}
+		}
 	}
 }

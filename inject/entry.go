@@ -37,6 +37,12 @@ type planCache struct {
 
 const maxPlans = 1024
 
+// maxPlanKey bounds the key of a cached plan (the profile and the Pod's
+// graft annotations): a Pod's author writes the annotations, and the
+// cache must not hold what they choose. Real keys are a few hundred
+// bytes; a Pod with larger ones is planned per request.
+const maxPlanKey = 4 << 10
+
 // entryFor returns the plan entry for p under ps. Pods without graft
 // annotations share the profile's default entry; others hit the cache and,
 // on a miss, render (the only place the request path runs a template).
@@ -66,7 +72,7 @@ func (e *Engine) entryFor(ps *profileState, p *pod, s *scratch) (*planEntry, err
 		return nil, err
 	}
 	c.mu.Lock()
-	if len(c.m) < maxPlans {
+	if len(c.m) < maxPlans && len(key) <= maxPlanKey {
 		c.m[string(key)] = ent
 	}
 	c.mu.Unlock()

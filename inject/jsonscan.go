@@ -2,6 +2,7 @@ package inject
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/bytedance/sonic/ast"
@@ -10,6 +11,9 @@ import (
 // errSyntax is returned by the scanner for text that is not JSON where the
 // engine reads it. Callers wrap it with ErrMalformed and a location.
 var errSyntax = errors.New("invalid JSON")
+
+// errBudget is returned when the request's budget ran out mid-way.
+var errBudget = errors.New("budget exceeded")
 
 // scanner walks JSON text in place without decoding it: the engine reads a
 // few keys and spans of an AdmissionReview, never the whole document.
@@ -22,6 +26,8 @@ var errSyntax = errors.New("invalid JSON")
 type scanner struct {
 	s string
 	i int
+	// b, when set, is checked per array element (errBudget once spent).
+	b *budget
 }
 
 func (sc *scanner) ws() {
@@ -227,7 +233,9 @@ func (sc *scanner) key() (string, bool, error) {
 }
 
 // eachKey calls fn for each key of the object at sc, with sc positioned at
-// the value; fn must consume it. A null object has no keys.
+// the value; fn must consume it. A null object has no keys. Keys are
+// passed canonical (see canonical): the engine reads a key as a JSON
+// decoder does, however it is escaped.
 func eachKey(sc *scanner, fn func(key string) error) error {
 	if sc.isNull() {
 		return nil
@@ -240,7 +248,10 @@ func eachKey(sc *scanner, fn func(key string) error) error {
 		if err != nil || !more {
 			return err
 		}
-		k, _, err := sc.key()
+		k, esc, err := sc.key()
+		if err == nil && esc {
+			k, err = canonical(k)
+		}
 		if err != nil {
 			return err
 		}
@@ -260,6 +271,9 @@ func eachElem(sc *scanner, fn func() error) error {
 		if err != nil || !more {
 			return err
 		}
+		if sc.b != nil && sc.b.spent() {
+			return errBudget
+		}
 		if err := fn(); err != nil {
 			return err
 		}
@@ -274,11 +288,94 @@ func member(sc *scanner) presence {
 	return present
 }
 
-// optString reads a string or null.
+// optString reads a string or null, canonical (value's body, spelled out
+// to spare a call per name read).
 func optString(sc *scanner) (string, error) {
 	if sc.isNull() {
 		return "", nil
 	}
-	s, _, err := sc.str()
-	return s, err
+	raw, esc, err := sc.str()
+	if esc && err == nil {
+		return canonical(raw)
+	}
+	return raw, err
+}
+
+// value reads a string, canonical.
+func (sc *scanner) value() (string, error) {
+	raw, esc, err := sc.str()
+	if esc && err == nil {
+		return canonical(raw)
+	}
+	return raw, err
+}
+
+// canonical returns raw JSON string content in the one form the engine
+// compares strings in: its value escaped as appendEscaped escapes (only
+// quotes, backslashes and control characters, as \u00xx). A string
+// without escapes is so already, and so is every name and key the API
+// server writes; only a string with other escapes ("\u006Eamespace",
+// "\/", or the \u0026 Go's encoder writes for &) is decoded and written
+// again, which allocates. So a key or value is the same for the engine
+// as for a JSON decoder, however a client escapes it, and the common
+// path costs nothing.
+func canonical(raw string) (string, error) {
+	if isCanonical(raw) {
+		return raw, nil
+	}
+	v, _, err := appendUnescaped(nil, raw)
+	if err != nil {
+		return "", errSyntax
+	}
+	return string(appendEscaped(nil, b2s(v))), nil
+}
+
+// isCanonical reports whether every escape in raw is one appendEscaped
+// writes: \", \\ or \u00xx (lower-case hex) for a control character.
+func isCanonical(raw string) bool {
+	for i := strings.IndexByte(raw, '\\'); i >= 0; {
+		if i+1 >= len(raw) {
+			return false
+		}
+		switch raw[i+1] {
+		case '"', '\\':
+			i += 2
+		case 'u':
+			if i+6 > len(raw) || raw[i+2] != '0' || raw[i+3] != '0' || raw[i+4] != '0' && raw[i+4] != '1' || !isLowerHex(raw[i+5]) {
+				return false
+			}
+			i += 6
+		default:
+			return false
+		}
+		j := strings.IndexByte(raw[i:], '\\')
+		if j < 0 {
+			return true
+		}
+		i += j
+	}
+	return true
+}
+
+func isLowerHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }
+
+// duplicateKeyError is an object that repeats a key the engine reads. A
+// JSON decoder keeps the last; the API server never sends one (it writes
+// objects it holds decoded). The engine refuses such a request as
+// malformed rather than guess which member a client meant.
+type duplicateKeyError struct{ key string }
+
+func (e *duplicateKeyError) Error() string { return fmt.Sprintf("duplicate key %q", e.key) }
+
+// keySeen tracks which of an object's known keys were read, each by the
+// bit its caller gives it.
+type keySeen uint32
+
+// once marks the key of bit as read, and fails if it was already.
+func (ks *keySeen) once(bit uint, key string) error {
+	if *ks&(1<<bit) != 0 {
+		return &duplicateKeyError{key: key}
+	}
+	*ks |= 1 << bit
+	return nil
 }

@@ -90,7 +90,7 @@ func merge(pl *plan, keep, repairs bool, p *pod, s *scratch, cache *recordCache)
 	for ti := range pl.tmpls {
 		c, found := findConflict(pl, ti, p, r)
 		if !found && !contains(s.replaced, pl.tmpls[ti].name) {
-			c, found = findCollision(pl, ti, p, r)
+			c, found = findCollision(pl, ti, p, r, &s.budget)
 		}
 		if !found {
 			continue
@@ -164,6 +164,9 @@ func merge(pl *plan, keep, repairs bool, p *pod, s *scratch, cache *recordCache)
 	// Every app container, including ones another mutator added since;
 	// graft's own containers are those the status names.
 	for ci := range p.containers {
+		if s.budget.spent() {
+			break // admit answers budget-exceeded
+		}
 		c := &p.containers[ci]
 		if r.owns(kContainers, c.name) {
 			continue

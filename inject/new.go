@@ -15,11 +15,15 @@ type engineState struct {
 	profileNames []string
 	profiles     map[string]*profileState
 	excluded     []string
-	shapes       shapeCache
+	shapes       shapeCache[*patchRecipe]
+	podShapes    shapeCache[[]*patchRecipe]
 	plans        planCache
 	records      recordCache
 	nextPlanID   atomic.Uint32
 	scratch      scratchPool
+	// maxAnnotations is maxAnnotationBytes (tests lift it to measure the
+	// injection of Pods past it).
+	maxAnnotations int
 }
 
 type profileState struct {
@@ -48,14 +52,16 @@ func New(cfg Config, set *templates.Set, opts ...EngineOption) (*Engine, error) 
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, now: time.Now, impl: &engineState{
-		profiles: make(map[string]*profileState, len(cfg.Profiles)),
-		excluded: cfg.ExcludedNamespaces,
+		profiles:       make(map[string]*profileState, len(cfg.Profiles)),
+		excluded:       cfg.ExcludedNamespaces,
+		maxAnnotations: maxAnnotationBytes,
 	}}
 	for _, o := range opts {
 		o(e)
 	}
 	st := e.impl
 	st.shapes.m = make(map[string]*patchRecipe)
+	st.podShapes.m = make(map[string][]*patchRecipe)
 	st.plans.m = make(map[string]*planEntry)
 	st.records.m = make(map[string]*readStatus)
 	for name, p := range cfg.Profiles {

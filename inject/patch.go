@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,20 +13,26 @@ import (
 	"github.com/wI2L/jsondiff"
 )
 
-// The patch is computed by jsondiff on a skeleton of the Pod: only the
-// lists and maps graft adds to, each run of existing list elements stood in
+// The patch is computed by jsondiff on a skeleton of each list or map of
+// the Pod that graft adds to: each run of existing list elements stood in
 // for by one opaque token, and graft's elements by reference tokens.
 // jsondiff (with LCS, so an insert at index 0 is one op) decides the
-// minimal ops once per skeleton shape. A shape does not depend on list
-// lengths, so a Pod with 5,000 env vars costs the same diff as one with
-// five, and the cache stays small. The ops are cached as a recipe and
-// replayed with the rendered elements' bytes and the request's own indices,
-// so the request path does not diff, marshal or allocate.
+// minimal ops once per skeleton shape. A shape depends neither on list
+// lengths nor on which container a list belongs to, so a Pod with 5,000
+// env vars costs the same diff as one with five, 10,000 app containers
+// given the same env vars share one shape, and the cache stays small. The
+// ops are cached as a recipe and replayed with the rendered elements'
+// bytes and the request's own indices, so the request path does not diff,
+// marshal or allocate.
+//
+// Each list or map is diffed alone: jsondiff compares an object's members
+// independently, so the ops for a whole skeleton are those of its parts;
+// and the parts are disjoint paths, so their order does not matter. They
+// are written in edit order (see merge).
 
 // opRecipe is one cached patch operation.
 type opRecipe struct {
-	op   string // "add" or "replace"
-	edit int    // index into scratch.edits
+	op string // "add" or "replace"
 	// ref >= 0: the op inserts that element into a list; its index is the
 	// insert's position in this request. ref < 0: the path is the edit's
 	// pointer followed by tail (a map key, or nothing for a whole list).
@@ -39,61 +46,115 @@ type segment struct {
 	ref int // element ref when lit is nil
 }
 
-// patchRecipe is the ops jsondiff chose for one skeleton shape, ready to
-// replay for any request of that shape (appendPatch).
+// patchRecipe is the ops jsondiff chose for one edit's skeleton shape,
+// ready to replay for any edit of that shape (appendEditOps).
 type patchRecipe struct{ ops []opRecipe }
 
-// shapeCache maps a skeleton shape key to its patch recipe. It is bounded:
-// past maxShapes new shapes are diffed per request and not stored.
-type shapeCache struct {
+// shapeCache maps a shape key to what was compiled for it: the recipe of
+// one edit's shape, or the recipes of a whole Pod's (podShapes). It is
+// bounded: past maxShapes new shapes are compiled per request and not
+// stored. A key is bounded by the plan's size, never by the Pod's.
+type shapeCache[V any] struct {
 	mu sync.RWMutex
-	m  map[string]*patchRecipe
+	m  map[string]V
 }
 
 const maxShapes = 4096
 
-func (c *shapeCache) get(key []byte) *patchRecipe {
+func (c *shapeCache[V]) get(key []byte) (V, bool) {
 	c.mu.RLock()
-	rc := c.m[string(key)]
+	v, ok := c.m[string(key)]
 	c.mu.RUnlock()
-	return rc
+	return v, ok
 }
 
-func (c *shapeCache) put(key []byte, rc *patchRecipe) {
+func (c *shapeCache[V]) put(key []byte, v V) {
 	c.mu.Lock()
 	if len(c.m) < maxShapes {
-		c.m[string(key)] = rc
+		c.m[string(key)] = v
 	}
 	c.mu.Unlock()
 }
 
-// runMarker stands for a run of existing elements in a shape key.
-const runMarker = 0xff
+// maxPodShapeEdits is the most edits a Pod's shape is cached whole for:
+// graft edits at most seven lists and maps besides the app containers'
+// env and mounts, so a Pod with a few app containers is one look-up; a
+// Pod with more looks up each edit's recipe (its key would grow with
+// the Pod).
+const maxPodShapeEdits = 16
 
-// appendShapeKey encodes everything that decides the ops: the plan, and for each
-// edit its target, state and the order of existing runs and inserts.
-func appendShapeKey(dst []byte, planID uint32, s *scratch) []byte {
-	dst = binary.AppendUvarint(dst, uint64(planID))
-	for i := range s.edits {
-		e := &s.edits[i]
-		dst = append(dst, byte(e.target), byte(e.state))
-		dst = binary.AppendUvarint(dst, uint64(e.index))
-		dst = binary.AppendUvarint(dst, uint64(e.to-e.from))
-		if e.isMap() {
-			for _, in := range s.inserts[e.from:e.to] {
-				dst = binary.AppendUvarint(dst, uint64(in.ref))
-				dst = append(dst, boolByte(in.replace))
+// recipes sets s.recipes to the recipe of each edit in s.edits: the whole
+// Pod's shape at once when it has few edits, else edit by edit.
+func (e *Engine) recipes(pl *plan, s *scratch) error {
+	s.recipes = s.recipes[:0]
+	whole := len(s.edits) <= maxPodShapeEdits
+	if whole {
+		key := binary.AppendUvarint(s.podKey[:0], uint64(pl.id))
+		for i := range s.edits {
+			// Each edit's shape, prefixed with its length in two bytes:
+			// the keys of two Pods are equal only if each of their
+			// edits' is.
+			at := len(key)
+			key = appendEditShape(append(key, 0, 0), &s.edits[i], s)
+			n := len(key) - at - 2
+			if n > 0xffff {
+				whole = false // a plan of tens of thousands of elements
+				break
 			}
-			continue
+			binary.LittleEndian.PutUint16(key[at:], uint16(n))
 		}
-		e.eachItem(s, func(run bool, in insert) {
-			if run {
-				dst = append(dst, runMarker)
-			} else {
-				dst = binary.AppendUvarint(dst, uint64(in.ref))
-			}
-		})
+		s.podKey = key
 	}
+	if whole {
+		if rcs, ok := e.impl.podShapes.get(s.podKey); ok {
+			s.recipes = append(s.recipes, rcs...)
+			return nil
+		}
+	}
+	for i := range s.edits {
+		rc, err := e.recipe(pl, &s.edits[i], s)
+		if err != nil {
+			return err
+		}
+		s.recipes = append(s.recipes, rc)
+	}
+	if whole {
+		e.impl.podShapes.put(s.podKey, slices.Clone(s.recipes))
+	}
+	return nil
+}
+
+// Shape keys: a run of existing elements is 0, an insert its ref + 1
+// (as uvarints: no insert's first byte is 0).
+const runMarker = 0
+
+// appendShapeKey encodes everything that decides edit e's ops: the plan
+// and the edit's shape (appendEditShape).
+func appendShapeKey(dst []byte, planID uint32, e *edit, s *scratch) []byte {
+	dst = binary.AppendUvarint(dst, uint64(planID))
+	return appendEditShape(dst, e, s)
+}
+
+// appendEditShape encodes edit e's target, its state and the order of
+// existing runs and inserts. The container an edit is about is not part
+// of it: the path says that.
+func appendEditShape(dst []byte, e *edit, s *scratch) []byte {
+	dst = append(dst, byte(e.target), byte(e.state))
+	dst = binary.AppendUvarint(dst, uint64(e.to-e.from))
+	if e.isMap() {
+		for _, in := range s.inserts[e.from:e.to] {
+			dst = binary.AppendUvarint(dst, uint64(in.ref))
+			dst = append(dst, boolByte(in.replace))
+		}
+		return dst
+	}
+	e.eachItem(s, func(run bool, in insert) {
+		if run {
+			dst = append(dst, runMarker)
+		} else {
+			dst = binary.AppendUvarint(dst, uint64(in.ref)+1)
+		}
+	})
 	return dst
 }
 
@@ -170,32 +231,31 @@ const (
 	runPrefix   = "\x00run:"
 )
 
-// compileRecipe diffs the skeleton for the current edits with jsondiff and
-// turns the ops into a recipe. It runs once per shape.
-func compileRecipe(pl *plan, s *scratch) (*patchRecipe, error) {
+// skeletonKey is the one member of the skeleton compileRecipe diffs.
+const skeletonKey = "e"
+
+// compileRecipe diffs the skeleton of edit e with jsondiff and turns the
+// ops into a recipe. It runs once per shape.
+func compileRecipe(pl *plan, e *edit, s *scratch) (*patchRecipe, error) {
 	src := map[string]any{}
 	dst := map[string]any{}
-	for i := range s.edits {
-		e := &s.edits[i]
-		k := strconv.Itoa(i)
-		if e.isMap() {
-			old, want := map[string]any{}, map[string]any{}
-			for _, in := range s.inserts[e.from:e.to] {
-				name := pl.byRef[in.ref].name
-				if in.replace {
-					old[name] = "\x00old"
-				}
-				want[name] = tokenPrefix + strconv.Itoa(in.ref)
+	if e.isMap() {
+		old, want := map[string]any{}, map[string]any{}
+		for _, in := range s.inserts[e.from:e.to] {
+			name := pl.byRef[in.ref].name
+			if in.replace {
+				old[name] = "\x00old"
 			}
-			switch e.state {
-			case isNull:
-				src[k] = nil
-			case present:
-				src[k] = old
-			}
-			dst[k] = want
-			continue
+			want[name] = tokenPrefix + strconv.Itoa(in.ref)
 		}
+		switch e.state {
+		case isNull:
+			src[skeletonKey] = nil
+		case present:
+			src[skeletonKey] = old
+		}
+		dst[skeletonKey] = want
+	} else {
 		var cur, want []any
 		runs := 0
 		e.eachItem(s, func(run bool, in insert) {
@@ -210,14 +270,14 @@ func compileRecipe(pl *plan, s *scratch) (*patchRecipe, error) {
 		})
 		switch e.state {
 		case isNull:
-			src[k] = nil
+			src[skeletonKey] = nil
 		case present:
 			if cur == nil {
 				cur = []any{}
 			}
-			src[k] = cur
+			src[skeletonKey] = cur
 		}
-		dst[k] = want
+		dst[skeletonKey] = want
 	}
 	srcJSON, err := json.Marshal(src)
 	if err != nil {
@@ -236,10 +296,9 @@ func compileRecipe(pl *plan, s *scratch) (*patchRecipe, error) {
 		if op.Type != jsondiff.OperationAdd && op.Type != jsondiff.OperationReplace {
 			return nil, fmt.Errorf("internal: skeleton diff produced %s at %s", op.Type, op.Path)
 		}
-		// Map the skeleton path /<edit>[/<rest>] onto the Pod.
-		idx, tail, _ := strings.Cut(strings.TrimPrefix(op.Path, "/"), "/")
-		ei, err := strconv.Atoi(idx)
-		if err != nil || ei >= len(s.edits) {
+		// Map the skeleton path /e[/<rest>] onto the Pod.
+		key, tail, _ := strings.Cut(strings.TrimPrefix(op.Path, "/"), "/")
+		if key != skeletonKey {
 			return nil, fmt.Errorf("internal: unexpected skeleton path %q", op.Path)
 		}
 		val, err := json.Marshal(op.Value)
@@ -250,8 +309,8 @@ func compileRecipe(pl *plan, s *scratch) (*patchRecipe, error) {
 		if err != nil {
 			return nil, err
 		}
-		r := opRecipe{op: op.Type, edit: ei, ref: -1, segs: segs}
-		if !s.edits[ei].isMap() && tail != "" {
+		r := opRecipe{op: op.Type, ref: -1, segs: segs}
+		if !e.isMap() && tail != "" {
 			// An element added to a list: its index is request-specific.
 			if len(segs) != 1 || segs[0].lit != nil {
 				return nil, fmt.Errorf("internal: list op %s %s does not add one of graft's elements", op.Type, op.Path)
@@ -294,15 +353,11 @@ func splitTokens(val []byte) ([]segment, error) {
 	}
 }
 
-// appendPatch replays rc for the request in s with pl's element bytes.
-func appendPatch(dst []byte, rc *patchRecipe, pl *plan, s *scratch) []byte {
-	dst = append(dst, '[')
+// appendEditOps replays rc for edit e with pl's element bytes, each op
+// followed by a comma.
+func appendEditOps(dst []byte, rc *patchRecipe, e *edit, pl *plan, s *scratch) []byte {
 	for i := range rc.ops {
 		op := &rc.ops[i]
-		e := &s.edits[op.edit]
-		if i > 0 {
-			dst = append(dst, ',')
-		}
 		dst = append(dst, `{"op":"`...)
 		dst = append(dst, op.op...)
 		dst = append(dst, `","path":"`...)
@@ -321,9 +376,9 @@ func appendPatch(dst []byte, rc *patchRecipe, pl *plan, s *scratch) []byte {
 				dst = s.appendElement(dst, pl.byRef[sg.ref])
 			}
 		}
-		dst = append(dst, '}')
+		dst = append(dst, '}', ',')
 	}
-	return append(dst, ']')
+	return dst
 }
 
 // insertPos returns the desired position of the element ref in edit e.
@@ -337,3 +392,6 @@ func (e *edit) insertPos(s *scratch, ref int) int {
 	}
 	return -1 // unreachable: recipes are compiled from the same shape
 }
+
+// numTargets sizes arrays indexed by target.
+const numTargets = int(tLabels) + 1

@@ -2,6 +2,7 @@ package inject
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/graftdev/graft/internal/names"
@@ -53,6 +54,8 @@ type pod struct {
 	// limits (podresources.go).
 	podRes         presence
 	podReq, podLim []kv
+	// keysBuf is working memory for the duplicate key check of maps.
+	keysBuf []string
 }
 
 type kv struct{ key, value string }
@@ -96,6 +99,7 @@ func (p *pod) reset() {
 		ports:          p.ports[:0],
 		podReq:         p.podReq[:0],
 		podLim:         p.podLim[:0],
+		keysBuf:        p.keysBuf[:0],
 	}
 	p.os.reset()
 }
@@ -162,10 +166,14 @@ func parsePodMeta(obj string, p *pod) error {
 // parsePodMetaAt is parsePodMeta for the object at sc, which it consumes.
 func parsePodMetaAt(sc *scanner, p *pod) error {
 	p.reset()
+	var seen keySeen
 	var sawMeta bool
 	err := eachKey(sc, func(k string) error {
 		switch k {
 		case "metadata":
+			if err := seen.once(0, k); err != nil {
+				return err
+			}
 			// A null or scalar metadata could not take the annotations
 			// graft adds: refuse it rather than answer with a patch that
 			// cannot apply.
@@ -175,6 +183,9 @@ func parsePodMetaAt(sc *scanner, p *pod) error {
 			sawMeta = true
 			return parseMetadata(sc, p)
 		case "spec":
+			if err := seen.once(1, k); err != nil {
+				return err
+			}
 			start := sc.i
 			if sc.peek() != '{' {
 				return errSyntax
@@ -194,27 +205,47 @@ func parsePodMetaAt(sc *scanner, p *pod) error {
 
 var errNoMetaOrSpec = errors.New("metadata or spec missing")
 
-// parsePodSpec reads the spec found by parsePodMeta.
-func parsePodSpec(p *pod) error {
-	sc := scanner{s: p.spec}
+// parsePodSpec reads the spec found by parsePodMeta, within budget b
+// (errBudget once spent; nil: no bound).
+func parsePodSpec(p *pod, b *budget) error {
+	sc := scanner{s: p.spec, b: b}
 	return parseSpec(&sc, p)
 }
 
 func parseMetadata(sc *scanner, p *pod) error {
+	var seen keySeen
 	return eachKey(sc, func(k string) error {
 		var err error
 		switch k {
 		case "name":
-			p.name, err = optString(sc)
+			if err = seen.once(0, k); err == nil {
+				p.name, err = optString(sc)
+			}
 		case "generateName":
-			p.generateName, err = optString(sc)
+			if err = seen.once(1, k); err == nil {
+				p.generateName, err = optString(sc)
+			}
 		case "annotations":
-			if p.annotations = member(sc); p.annotations == present {
-				p.annotationKeys, err = parseStringMap(sc, p.annotationKeys)
+			if err = seen.once(2, k); err == nil {
+				if p.annotations = member(sc); p.annotations == present {
+					p.annotationKeys, err = parseStringMap(sc, p.annotationKeys, false, &p.keysBuf)
+				}
 			}
 		case "labels":
-			if p.labels = member(sc); p.labels == present {
-				p.labelKeys, err = parseStringMap(sc, p.labelKeys)
+			if err = seen.once(3, k); err == nil {
+				if p.labels = member(sc); p.labels == present {
+					p.labelKeys, err = parseStringMap(sc, p.labelKeys, true, &p.keysBuf)
+				}
+			}
+		// Revision routing (routing.go) reads these two, and stops
+		// early: a repeat is refused here, where the whole Pod is read.
+		case "namespace":
+			if err = seen.once(4, k); err == nil {
+				err = sc.skip()
+			}
+		case "ownerReferences":
+			if err = seen.once(5, k); err == nil {
+				err = sc.skip()
 			}
 		default:
 			err = sc.skip()
@@ -223,98 +254,137 @@ func parseMetadata(sc *scanner, p *pod) error {
 	})
 }
 
-// parseStringMap appends the members of a map[string]string. Values that
-// are not strings are kept empty: the API server would reject them anyway.
-func parseStringMap(sc *scanner, dst []kv) ([]kv, error) {
+// parseStringMap appends the members of a map[string]string. Values are
+// canonical when canon is set (labels: the engine compares them), else
+// raw JSON string content (annotations: graft decodes the few it reads,
+// and the API server escapes <, > and & in them, as Go's encoder does,
+// which canonical would rewrite at a cost). Values that are not strings
+// are kept empty: the API server would reject them anyway. A key given
+// twice is an error; buf is working memory for that check.
+func parseStringMap(sc *scanner, dst []kv, canon bool, buf *[]string) ([]kv, error) {
+	from := len(dst)
 	err := eachKey(sc, func(k string) error {
 		if sc.peek() != '"' {
 			dst = append(dst, kv{key: k})
 			return sc.skip()
 		}
-		v, _, err := sc.str()
+		var v string
+		var err error
+		if canon {
+			v, err = sc.value()
+		} else {
+			v, _, err = sc.str()
+		}
 		dst = append(dst, kv{key: k, value: v})
 		return err
 	})
+	if err == nil {
+		err = duplicateKey(dst[from:], buf)
+	}
 	return dst, err
 }
 
+// duplicateKey returns an error naming a key kvs holds twice, or nil.
+// Small maps (labels, annotations are a handful) are compared pairwise;
+// larger ones sorted in buf.
+func duplicateKey(kvs []kv, buf *[]string) error {
+	if len(kvs) <= 16 {
+		for i := range kvs {
+			for j := i + 1; j < len(kvs); j++ {
+				if kvs[i].key == kvs[j].key {
+					return &duplicateKeyError{key: kvs[i].key}
+				}
+			}
+		}
+		return nil
+	}
+	keys := (*buf)[:0]
+	for _, e := range kvs {
+		keys = append(keys, e.key)
+	}
+	slices.Sort(keys)
+	*buf = keys
+	for i := 1; i < len(keys); i++ {
+		if keys[i] == keys[i-1] {
+			return &duplicateKeyError{key: keys[i]}
+		}
+	}
+	return nil
+}
+
 func parseSpec(sc *scanner, p *pod) error {
+	var seen keySeen
 	return eachKey(sc, func(k string) error {
 		switch k {
 		case "hostNetwork":
-			if sc.isNull() {
-				return nil
+			if err := seen.once(0, k); err != nil || sc.isNull() {
+				return err
 			}
 			var err error
 			p.hostNetwork, err = sc.boolean()
 			return err
 		case "automountServiceAccountToken":
-			if sc.isNull() {
-				return nil
+			if err := seen.once(1, k); err != nil || sc.isNull() {
+				return err
 			}
 			on, err := sc.boolean()
 			p.automountOff = !on
 			return err
 		case "containers":
+			if err := seen.once(2, k); err != nil {
+				return err
+			}
 			if p.containersSeen = member(sc); p.containersSeen == isNull {
 				return nil
 			}
 			return eachElem(sc, func() error { return parseContainer(sc, p) })
 		case "initContainers":
+			if err := seen.once(3, k); err != nil {
+				return err
+			}
 			if p.inits = member(sc); p.inits == isNull {
 				return nil
 			}
-			return eachElem(sc, func() error {
-				var c initContainer
-				err := eachKey(sc, func(k string) error {
-					var err error
-					switch k {
-					case "name":
-						c.name, err = optString(sc)
-					case "restartPolicy":
-						if c.restart = member(sc); c.restart == present {
-							var rp string
-							rp, err = optString(sc)
-							c.sidecar = rp == "Always"
-						}
-					case "volumeMounts":
-						if member(sc) == present {
-							err = eachMount(sc, func(m mount) {
-								if m.path == tokenMountPath {
-									c.tokenPath, c.tokenVolume = true, m.name
-								}
-							})
-						}
-					case "ports":
-						err = parsePorts(sc, p, len(p.initContainers), true)
-					case "securityContext":
-						c.uid, err = parseRunAsUser(sc)
-					default:
-						err = sc.skip()
-					}
-					return err
-				})
-				p.initContainers = append(p.initContainers, c)
-				return err
-			})
+			return eachElem(sc, func() error { return parseInitContainer(sc, p) })
 		case "volumes":
+			if err := seen.once(4, k); err != nil {
+				return err
+			}
 			if p.vols = member(sc); p.vols == isNull {
 				return nil
 			}
 			return parseNamed(sc, &p.volumes)
 		case "os":
+			if err := seen.once(6, k); err != nil {
+				return err
+			}
 			return parseOSName(sc, &p.os)
 		case "nodeSelector":
+			if err := seen.once(7, k); err != nil {
+				return err
+			}
 			return parseNodeSelector(sc, &p.os)
 		case "affinity":
+			if err := seen.once(8, k); err != nil {
+				return err
+			}
 			return parseAffinity(sc, &p.os)
 		case "securityContext":
+			if err := seen.once(9, k); err != nil {
+				return err
+			}
 			var err error
 			p.uid, err = parseRunAsUser(sc)
 			return err
 		case "resources":
+			if err := seen.once(10, k); err != nil {
+				return err
+			}
 			return parsePodResources(sc, p)
 		case "imagePullSecrets":
+			if err := seen.once(5, k); err != nil {
+				return err
+			}
 			if p.secrets = member(sc); p.secrets == isNull {
 				return nil
 			}
@@ -324,14 +394,61 @@ func parseSpec(sc *scanner, p *pod) error {
 	})
 }
 
+func parseInitContainer(sc *scanner, p *pod) error {
+	var c initContainer
+	var seen keySeen
+	err := eachKey(sc, func(k string) error {
+		var err error
+		switch k {
+		case "name":
+			if err = seen.once(0, k); err == nil {
+				c.name, err = optString(sc)
+			}
+		case "restartPolicy":
+			if err = seen.once(1, k); err != nil {
+				return err
+			}
+			if c.restart = member(sc); c.restart == present {
+				var rp string
+				rp, err = optString(sc)
+				c.sidecar = rp == "Always"
+			}
+		case "volumeMounts":
+			if err = seen.once(2, k); err == nil && member(sc) == present {
+				err = eachMount(sc, func(m mount) {
+					if m.path == tokenMountPath {
+						c.tokenPath, c.tokenVolume = true, m.name
+					}
+				})
+			}
+		case "ports":
+			if err = seen.once(3, k); err == nil {
+				err = parsePorts(sc, p, len(p.initContainers), true)
+			}
+		case "securityContext":
+			if err = seen.once(4, k); err == nil {
+				c.uid, err = parseRunAsUser(sc)
+			}
+		default:
+			err = sc.skip()
+		}
+		return err
+	})
+	p.initContainers = append(p.initContainers, c)
+	return err
+}
+
 // parseNamed appends the name of each object in the array at sc.
 func parseNamed(sc *scanner, dst *[]string) error {
 	return eachElem(sc, func() error {
 		var name string
+		var seen keySeen
 		err := eachKey(sc, func(k string) error {
 			if k == "name" {
-				var err error
-				name, err = optString(sc)
+				err := seen.once(0, k)
+				if err == nil {
+					name, err = optString(sc)
+				}
 				return err
 			}
 			return sc.skip()
@@ -343,27 +460,40 @@ func parseNamed(sc *scanner, dst *[]string) error {
 
 func parseContainer(sc *scanner, p *pod) error {
 	c := container{envFrom: len(p.envNames), envTo: len(p.envNames), mountsFrom: len(p.mounts), mountsTo: len(p.mounts)}
+	var seen keySeen
 	err := eachKey(sc, func(k string) error {
 		var err error
 		switch k {
 		case "name":
-			c.name, err = optString(sc)
+			if err = seen.once(0, k); err == nil {
+				c.name, err = optString(sc)
+			}
 		case "env":
+			if err = seen.once(1, k); err != nil {
+				return err
+			}
 			if c.env = member(sc); c.env == present {
 				c.envFrom = len(p.envNames)
 				err = parseNamed(sc, &p.envNames)
 				c.envTo = len(p.envNames)
 			}
 		case "volumeMounts":
+			if err = seen.once(2, k); err != nil {
+				return err
+			}
 			if c.volumeMounts = member(sc); c.volumeMounts == present {
 				c.mountsFrom = len(p.mounts)
 				err = eachMount(sc, func(m mount) { p.mounts = append(p.mounts, m) })
 				c.mountsTo = len(p.mounts)
 			}
 		case "ports":
-			err = parsePorts(sc, p, len(p.containers), false)
+			if err = seen.once(3, k); err == nil {
+				err = parsePorts(sc, p, len(p.containers), false)
+			}
 		case "securityContext":
-			c.uid, err = parseRunAsUser(sc)
+			if err = seen.once(4, k); err == nil {
+				c.uid, err = parseRunAsUser(sc)
+			}
 		default:
 			err = sc.skip()
 		}
@@ -380,13 +510,18 @@ func parseContainer(sc *scanner, p *pod) error {
 func eachMount(sc *scanner, fn func(mount)) error {
 	return eachElem(sc, func() error {
 		var m mount
+		var seen keySeen
 		err := eachKey(sc, func(k string) error {
 			var err error
 			switch k {
 			case "name":
-				m.name, err = optString(sc)
+				if err = seen.once(0, k); err == nil {
+					m.name, err = optString(sc)
+				}
 			case "mountPath":
-				m.path, err = optString(sc)
+				if err = seen.once(1, k); err == nil {
+					m.path, err = optString(sc)
+				}
 			default:
 				err = sc.skip()
 			}

@@ -67,30 +67,28 @@ type namedQuantity struct {
 	q    resource.Quantity
 }
 
-// parsePodResources reads spec.resources: its requests and limits, as
-// raw keys and values.
+// parsePodResources reads spec.resources: its requests and limits, keys
+// and values canonical (jsonscan.go).
 func parsePodResources(sc *scanner, p *pod) error {
 	if p.podRes = member(sc); p.podRes == isNull {
 		return nil
 	}
+	var seen keySeen
 	return eachKey(sc, func(k string) error {
+		var err error
 		switch k {
 		case "requests":
-			if member(sc) == isNull {
-				return nil
+			if err = seen.once(0, k); err == nil && member(sc) == present {
+				p.podReq, err = parseStringMap(sc, p.podReq, true, &p.keysBuf)
 			}
-			var err error
-			p.podReq, err = parseStringMap(sc, p.podReq)
-			return err
 		case "limits":
-			if member(sc) == isNull {
-				return nil
+			if err = seen.once(1, k); err == nil && member(sc) == present {
+				p.podLim, err = parseStringMap(sc, p.podLim, true, &p.keysBuf)
 			}
-			var err error
-			p.podLim, err = parseStringMap(sc, p.podLim)
-			return err
+		default:
+			err = sc.skip()
 		}
-		return sc.skip()
+		return err
 	})
 }
 
@@ -146,16 +144,33 @@ func (s *scratch) podResourceAdds(pl *plan, p *pod) {
 
 // containerResources reads a rendered container's requests and limits;
 // a quantity that does not parse counts for nothing (Render validated
-// them).
+// them). Quantities are decoded as strings first: a LimitRange default
+// copied from the Pod may be spelled with JSON escapes, which
+// resource.Quantity's own decoder does not read.
 func containerResources(raw []byte) (req, lim map[string]resource.Quantity) {
 	var c struct {
 		Resources struct {
-			Requests map[string]resource.Quantity `json:"requests"`
-			Limits   map[string]resource.Quantity `json:"limits"`
+			Requests map[string]json.RawMessage `json:"requests"`
+			Limits   map[string]json.RawMessage `json:"limits"`
 		} `json:"resources"`
 	}
 	_ = json.Unmarshal(raw, &c)
-	return c.Resources.Requests, c.Resources.Limits
+	return quantities(c.Resources.Requests), quantities(c.Resources.Limits)
+}
+
+// quantities parses each value of m, a JSON string or number.
+func quantities(m map[string]json.RawMessage) map[string]resource.Quantity {
+	out := make(map[string]resource.Quantity, len(m))
+	for name, v := range m {
+		var text string
+		if json.Unmarshal(v, &text) != nil {
+			text = string(v) // a number
+		}
+		if q, err := resource.ParseQuantity(text); err == nil {
+			out[name] = q
+		}
+	}
+	return out
 }
 
 // addQuantity adds q, if not zero, to the entry of name in list.
@@ -241,7 +256,7 @@ func appendPodResourceOps(patch []byte, p *pod, s *scratch) ([]byte, int) {
 			patch = append(patch, `{"op":"replace","path":"/spec/resources/`...)
 			patch = append(patch, side.key...)
 			patch = append(patch, '/')
-			patch = appendEscaped(patch, pointerEscape(kv.key))
+			patch = append(patch, pointerEscape(kv.key)...) // canonical: escaped already
 			patch = append(patch, `","value":`...)
 			patch = strconv.AppendQuote(patch, total.String())
 			patch = append(patch, '}')

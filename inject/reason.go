@@ -39,6 +39,9 @@ const (
 	ReasonBudgetExceeded
 	ReasonOverload
 	ReasonInternal
+	// ReasonTooLarge: injecting would pass a limit on what graft hands
+	// the API server (Config.MaxPatchBytes, the annotations' total size).
+	ReasonTooLarge
 	numReasons
 )
 
@@ -62,6 +65,7 @@ var reasonNames = [numReasons]string{
 	ReasonBudgetExceeded:    "budget-exceeded",
 	ReasonOverload:          "overload",
 	ReasonInternal:          "internal-error",
+	ReasonTooLarge:          "too-large",
 }
 
 // String returns the reason's stable name.

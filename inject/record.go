@@ -282,10 +282,10 @@ func (r *record) strings(sc *scanner, sp *span) error {
 	return err
 }
 
-// str reads a string whose content is valid JSON string content: it is
-// written back as it is.
+// str reads a string whose content is valid JSON string content, in its
+// canonical form (see canonical): it is written back as it is.
 func (r *record) str(sc *scanner) (string, error) {
-	s, _, err := sc.str()
+	s, err := sc.value()
 	if err != nil || !r.plain && !validContent(s) {
 		return "", errStatus
 	}

@@ -19,6 +19,14 @@ type recordCache struct {
 
 const maxRecords = 1024
 
+// maxCachedStatus bounds the size of a status value the cache keeps, so
+// the cache holds at most about maxRecords × 3 × 16 KiB (the value as
+// carried, unescaped, and parsed) whatever the Pods carry: a Pod's
+// author writes its status. graft's own records stay below it for Pods
+// of up to about 40 app containers with every built-in template; a
+// larger one is read per request, into the scratch.
+const maxCachedStatus = 16 << 10
+
 // readStatus is one status value, read.
 type readStatus struct {
 	rec record
@@ -40,6 +48,9 @@ func (c *recordCache) get(raw string) *readStatus {
 // immutable entry, and returns it; nil once the cache is full. It
 // allocates: it runs once per distinct status.
 func (c *recordCache) add(raw string, s *scratch, plain bool) *readStatus {
+	if len(raw) > maxCachedStatus {
+		return nil
+	}
 	c.mu.RLock()
 	full := len(c.m) >= maxRecords
 	c.mu.RUnlock()

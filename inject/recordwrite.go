@@ -1,6 +1,10 @@
 package inject
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
 
 // Writing graft.dev/status: the record the Pod carried, merged with what
 // this request adds, in one canonical form
@@ -174,35 +178,46 @@ func appendRecordName(dst []byte, name string, f nameForm) []byte {
 
 // appendApps appends entry o's appContainers: by container name, sorted,
 // the env var names and mounts recorded and those added now.
+//
+// Its cost is linear in the Pod's size (sort aside): one row per
+// recorded container and per edit this request makes to an app
+// container, sorted by name, so each container's lists are written from
+// its own rows. (Searching every edit for each container made a Pod with
+// 10,000 app containers take seconds.)
 func (s *scratch) appendApps(dst []byte, r *record, o outEntry, pl *plan, p *pod) []byte {
-	names := s.appNames[:0]
-	var apps []recApp
+	rows := s.appRows[:0]
 	if o.rec >= 0 {
 		e := &r.entries[o.rec]
-		apps = r.apps[e.apps.from:e.apps.to]
-		for _, a := range apps {
-			names = append(names, a.name)
+		for i := e.apps.from; i < e.apps.to; i++ {
+			rows = append(rows, appRow{name: r.apps[i].name, rec: i, edit: -1})
 		}
 	}
 	if o.ti >= 0 {
 		for i := range s.edits {
 			ed := &s.edits[i]
 			if (ed.target == tEnv || ed.target == tMounts) && s.editAddsFor(ed, pl, o.ti) {
-				names = append(names, p.containers[ed.index].name)
+				rows = append(rows, appRow{name: p.containers[ed.index].name, rec: -1, edit: i})
 			}
 		}
 	}
-	slices.Sort(names)
-	names = slices.Compact(names)
-	s.appNames = names
+	slices.SortFunc(rows, compareAppRows)
+	s.appRows = rows
 	open := false
-	for _, name := range names {
+	for i := 0; i < len(rows); {
+		if s.budget.spent() {
+			break // admit answers budget-exceeded
+		}
+		j := i + 1
+		for j < len(rows) && rows[j].name == rows[i].name {
+			j++
+		}
+		group := rows[i:j]
+		i = j
+		// The record's own entry for the name, if any, sorts first; a
+		// record naming a container twice keeps its first entry.
 		var rec *recApp
-		for i := range apps {
-			if apps[i].name == name {
-				rec = &apps[i]
-				break
-			}
+		if group[0].rec >= 0 {
+			rec = &r.apps[group[0].rec]
 		}
 		mark := len(dst)
 		if open {
@@ -211,11 +226,11 @@ func (s *scratch) appendApps(dst []byte, r *record, o outEntry, pl *plan, p *pod
 			dst = append(dst, `,\"appContainers\":{`...)
 		}
 		dst = append(dst, '\\', '"')
-		dst = appendRecordName(dst, name, formRaw)
+		dst = appendRecordName(dst, group[0].name, formRaw)
 		dst = append(dst, `\":{`...)
 		body := len(dst)
 		for _, k := range [...]target{tEnv, tMounts} {
-			dst = s.appendAppList(dst, body, r, rec, o, pl, p, name, k)
+			dst = s.appendAppList(dst, body, r, rec, group, o, pl, k)
 		}
 		if len(dst) == body {
 			dst = dst[:mark] // nothing recorded for this container
@@ -230,9 +245,31 @@ func (s *scratch) appendApps(dst []byte, r *record, o outEntry, pl *plan, p *pod
 	return dst
 }
 
+// appRow is one source of an app container's record entry: the Pod's
+// record (rec indexes record.apps) or an edit of this request (edit
+// indexes scratch.edits); the other index is -1.
+type appRow struct {
+	name      string
+	rec, edit int
+}
+
+// compareAppRows orders rows by name, then the record's before the
+// edits, each in its own order: a total order, so the output is
+// deterministic.
+func compareAppRows(a, b appRow) int {
+	if c := strings.Compare(a.name, b.name); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.edit, b.edit); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.rec, b.rec)
+}
+
 // appendAppList appends the env (tEnv) or volumeMounts (tMounts) list of
-// one app container; body is where the container's object starts.
-func (s *scratch) appendAppList(dst []byte, body int, r *record, rec *recApp, o outEntry, pl *plan, p *pod, name string, t target) []byte {
+// one app container, from its rows; body is where the container's object
+// starts.
+func (s *scratch) appendAppList(dst []byte, body int, r *record, rec *recApp, rows []appRow, o outEntry, pl *plan, t target) []byte {
 	head := `\"env\":[`
 	if t == tMounts {
 		head = `\"volumeMounts\":[`
@@ -252,11 +289,11 @@ func (s *scratch) appendAppList(dst []byte, body int, r *record, rec *recApp, o 
 		dst = appendName(dst, &open, head, n, r.form())
 	}
 	if o.ti >= 0 {
-		for i := range s.edits {
-			ed := &s.edits[i]
-			if ed.target != t || p.containers[ed.index].name != name {
+		for _, row := range rows {
+			if row.edit < 0 || s.edits[row.edit].target != t {
 				continue
 			}
+			ed := &s.edits[row.edit]
 			for _, in := range s.inserts[ed.from:ed.to] {
 				el := pl.byRef[in.ref]
 				if el.tmpl == o.ti && !contains(have, el.name) {

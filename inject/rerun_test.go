@@ -88,7 +88,7 @@ func TestTokenVolume(t *testing.T) {
 			var p pod
 			p.reset()
 			p.spec = c.spec
-			if err := parsePodSpec(&p); err != nil {
+			if err := parsePodSpec(&p, nil); err != nil {
 				t.Fatal(err)
 			}
 			if got := p.tokenVolume(); got != c.want {

@@ -1,6 +1,9 @@
 package inject
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // review is what the engine reads of an AdmissionReview envelope. Every
 // string aliases the request body and holds raw (still escaped) JSON string
@@ -36,25 +39,42 @@ func parseReview(body string, rv *review, p *pod) error {
 		return fmt.Errorf("%w: body is not a JSON object", ErrMalformed)
 	}
 	var sawKind, sawRequest bool
+	var seen keySeen
 	err := eachKey(&sc, func(k string) error {
 		var err error
 		switch k {
 		case "apiVersion":
-			rv.apiVersion, _, err = sc.str()
+			if err = seen.once(0, k); err == nil {
+				rv.apiVersion, err = sc.value()
+			}
 		case "kind":
 			var kind string
-			kind, _, err = sc.str()
+			if err = seen.once(1, k); err == nil {
+				kind, err = sc.value()
+			}
 			sawKind = err == nil && kind == "AdmissionReview"
 		case "request":
 			sawRequest = true
-			err = parseRequest(&sc, rv, p)
+			if err = seen.once(2, k); err == nil {
+				err = parseRequest(&sc, rv, p)
+			}
 		default:
 			err = sc.skip()
 		}
 		return err
 	})
+	if err == nil {
+		// Nothing may follow the review: the API server sends nothing
+		// after it, and bytes there are not JSON.
+		if sc.ws(); sc.i != len(sc.s) {
+			return fmt.Errorf("%w: %d bytes after the AdmissionReview, at byte %d", ErrMalformed, len(sc.s)-sc.i, sc.i)
+		}
+	}
 	switch {
 	case err != nil:
+		if dup, ok := errors.AsType[*duplicateKeyError](err); ok {
+			return fmt.Errorf("%w: %w, before byte %d", ErrMalformed, dup, sc.i)
+		}
 		return malformedAt(sc.i)
 	case rv.apiVersion != admissionV1 && rv.apiVersion != admissionV1beta1:
 		return fmt.Errorf("%w: apiVersion must be %s or %s", ErrMalformed, admissionV1, admissionV1beta1)
@@ -75,40 +95,61 @@ func malformedAt(off int) error {
 // parseRequest reads request; a null request reads as empty (and fails
 // the uid check).
 func parseRequest(sc *scanner, rv *review, p *pod) error {
+	var seen keySeen
 	return eachKey(sc, func(k string) error {
 		var err error
 		switch k {
 		case "uid":
-			rv.uid, _, err = sc.str()
+			if err = seen.once(0, k); err == nil {
+				rv.uid, err = sc.value()
+			}
 		case "kind":
+			if err = seen.once(1, k); err != nil {
+				return err
+			}
+			var kindSeen keySeen
 			err = eachKey(sc, func(k string) error {
 				var err error
 				switch k {
 				case "group":
-					rv.kindGroup, _, err = sc.str()
+					if err = kindSeen.once(0, k); err == nil {
+						rv.kindGroup, err = sc.value()
+					}
 				case "kind":
-					rv.kindKind, _, err = sc.str()
+					if err = kindSeen.once(1, k); err == nil {
+						rv.kindKind, err = sc.value()
+					}
 				default:
 					err = sc.skip()
 				}
 				return err
 			})
 		case "subResource":
-			rv.subResource, err = optString(sc)
+			if err = seen.once(2, k); err == nil {
+				rv.subResource, err = optString(sc)
+			}
 		case "namespace":
-			rv.namespace, err = optString(sc)
+			if err = seen.once(3, k); err == nil {
+				rv.namespace, err = optString(sc)
+			}
 		case "name":
-			rv.name, err = optString(sc)
+			if err = seen.once(4, k); err == nil {
+				rv.name, err = optString(sc)
+			}
 		case "operation":
 			var op string
-			op, _, err = sc.str()
+			if err = seen.once(5, k); err == nil {
+				op, err = sc.value()
+			}
 			rv.operation = parseOperation(op)
 		case "dryRun":
-			if !sc.isNull() {
+			if err = seen.once(6, k); err == nil && !sc.isNull() {
 				rv.dryRun, err = sc.boolean()
 			}
 		case "object":
-			err = readObject(sc, rv, p)
+			if err = seen.once(7, k); err == nil {
+				err = readObject(sc, rv, p)
+			}
 		default:
 			err = sc.skip()
 		}

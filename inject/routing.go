@@ -86,7 +86,7 @@ func scanObjectMeta(sc *scanner, r *routing, nsSeen bool) error {
 						return sc.skip()
 					}
 					var err error
-					r.rev, _, err = sc.str()
+					r.rev, err = sc.value()
 					return err
 				})
 			case "ownerReferences":
@@ -187,13 +187,16 @@ func escaped(s string, i int) bool {
 func scanOwner(sc *scanner, r *routing) error {
 	var uid string
 	var controller bool
+	var seen keySeen
 	err := eachKey(sc, func(k string) error {
 		var err error
 		switch k {
 		case "uid":
-			uid, err = optString(sc)
+			if err = seen.once(0, k); err == nil {
+				uid, err = optString(sc)
+			}
 		case "controller":
-			if !sc.isNull() {
+			if err = seen.once(1, k); err == nil && !sc.isNull() {
 				controller, err = sc.boolean()
 			}
 		default:

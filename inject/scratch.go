@@ -5,6 +5,8 @@ import "sync"
 // scratch is per-request working memory, pooled. Slices are truncated, not
 // freed, so steady-state requests do not allocate.
 type scratch struct {
+	// budget bounds this request's work (budget.go).
+	budget  budget
 	rv      review
 	pod     pod
 	edits   []edit
@@ -31,16 +33,21 @@ type scratch struct {
 	skipped, added []bool
 	addedAny       bool
 	conflict       conflict
-	// out, appNames, slots and order are appendRecord's and the
+	// out, appRows, slots and order are appendRecord's and the
 	// placement check's working lists.
-	out      []outEntry
-	appNames []string
-	slots    []slot
-	order    []int
-	// planKey and shapeKey build the plan and shape cache keys.
+	out     []outEntry
+	appRows []appRow
+	slots   []slot
+	order   []int
+	// planKey, shapeKey and podKey build the plan and shape cache keys;
+	// recipes are the edits' (writePatch).
 	planKey  []byte
 	shapeKey []byte
-	patch    []byte
+	podKey   []byte
+	recipes  []*patchRecipe
+	// recent is, per target, the recipe the last edit used (recipe).
+	recent [numTargets]recentRecipe
+	patch  []byte
 	// tokenVolume is the ServiceAccount token volume graft's containers
 	// mount, or "" (see tokenVolume). It aliases the request body.
 	tokenVolume string
@@ -57,7 +64,14 @@ type scratch struct {
 	podResOps int
 }
 
+// recentRecipe is a recipe and its shape key, kept for the next edit.
+type recentRecipe struct {
+	key []byte
+	rc  *patchRecipe
+}
+
 func (s *scratch) reset() {
+	s.budget = budget{}
 	s.rv = review{}
 	s.pod.reset()
 	s.edits = s.edits[:0]
@@ -70,10 +84,15 @@ func (s *scratch) reset() {
 	s.hasStatus = false
 	s.skipped, s.added, s.addedAny = s.skipped[:0], s.added[:0], false
 	s.conflict = conflict{}
-	s.out, s.appNames = s.out[:0], s.appNames[:0]
+	s.out, s.appRows = s.out[:0], s.appRows[:0]
 	s.slots, s.order = s.slots[:0], s.order[:0]
 	s.planKey = s.planKey[:0]
-	s.shapeKey = s.shapeKey[:0]
+	s.shapeKey, s.podKey = s.shapeKey[:0], s.podKey[:0]
+	clear(s.recipes) // no recipe outlives its cache through a pooled scratch
+	s.recipes = s.recipes[:0]
+	for i := range s.recent {
+		s.recent[i].rc = nil
+	}
 	s.patch = s.patch[:0]
 	s.tokenVolume = ""
 	s.resourced = nil

@@ -210,7 +210,7 @@ func Uninject(pod []byte) (Uninjected, error) {
 	if err != nil {
 		return Uninjected{}, fmt.Errorf("uninject: %w", err)
 	}
-	patch, err := diffDocs(pod, after)
+	patch, err := diffDocs(pod, after, lcsAffordableDoc(pod))
 	if err != nil {
 		return Uninjected{}, fmt.Errorf("uninject: %w", err)
 	}

@@ -2,6 +2,7 @@ package inject
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -42,8 +43,10 @@ type reworked struct {
 }
 
 // rework answers the Pod p (the JSON obj) for which merge said
-// mergeUpgrade (upgrade set) or mergeRepair.
-func (e *Engine) rework(ps *profileState, pl *plan, obj string, upgrade bool) (*reworked, error) {
+// mergeUpgrade (upgrade set) or mergeRepair, within the request's budget
+// b: it stops with errBudget between its steps and inside the loops of
+// its own parse and merge.
+func (e *Engine) rework(ps *profileState, pl *plan, obj string, upgrade bool, b *budget) (*reworked, error) {
 	orig := []byte(obj)
 	cur := orig
 	rw := &reworked{}
@@ -59,12 +62,19 @@ func (e *Engine) rework(ps *profileState, pl *plan, obj string, upgrade bool) (*
 	var ops []byte // restartPolicy ops, fast-path ops and moves, comma-terminated
 	keep := ps.cfg.OnConflict == ConflictKeep
 	for pass := 0; ; pass++ {
-		p2, err := s.parse(cur)
+		if b.check() {
+			return nil, errBudget
+		}
+		p2, err := s.parse(cur, b)
 		if err != nil {
 			return nil, err
 		}
 		s.replaced = replaced
-		switch merge(pl, keep, pass == 0, p2, s, nil) {
+		out := merge(pl, keep, pass == 0, p2, s, nil)
+		if *b = s.budget; b.over { // the scratch's loops read it
+			return nil, errBudget
+		}
+		switch out {
 		case mergeConflict:
 			rw.denyMsg, rw.reason = string(conflictMessage(nil, s.conflict, pl, ps.name)), ReasonConflict
 			return rw, nil
@@ -86,7 +96,8 @@ func (e *Engine) rework(ps *profileState, pl *plan, obj string, upgrade bool) (*
 			return rw, nil
 		}
 		if len(s.edits) > 0 {
-			if _, err := e.writePatch(pl, p2, s); err != nil {
+			_, err := e.writePatch(pl, p2, s)
+			if *b = s.budget; err != nil {
 				return nil, err
 			}
 			fast := s.patch[1 : len(s.patch)-1]
@@ -98,7 +109,10 @@ func (e *Engine) rework(ps *profileState, pl *plan, obj string, upgrade bool) (*
 		break
 	}
 	// Placement is checked on the final list, inserts included.
-	p3, err := s.parse(cur)
+	if b.check() {
+		return nil, errBudget
+	}
+	p3, err := s.parse(cur, b)
 	if err != nil {
 		return nil, err
 	}
@@ -111,8 +125,11 @@ func (e *Engine) rework(ps *profileState, pl *plan, obj string, upgrade bool) (*
 		}
 		ops = append(ops, moves...)
 	}
+	if b.check() {
+		return nil, errBudget
+	}
 	if upgrade {
-		if rw.patch, err = diffDocs(orig, cur); err != nil {
+		if rw.patch, err = diffDocs(orig, cur, lcsAffordable(p3)); err != nil {
 			return nil, err
 		}
 	} else {
@@ -126,15 +143,22 @@ func (e *Engine) rework(ps *profileState, pl *plan, obj string, upgrade bool) (*
 	return rw, nil
 }
 
-// parse reads the Pod obj into the scratch's pod, resetting the scratch.
-// obj must stay unchanged while the scratch is in use.
-func (s *scratch) parse(obj []byte) (*pod, error) {
+// parse reads the Pod obj into the scratch's pod, resetting the scratch,
+// within the request's budget b: the scratch's budget continues b (its
+// loops, merge's included, read it), and parse hands it back. obj must
+// stay unchanged while the scratch is in use.
+func (s *scratch) parse(obj []byte, b *budget) (*pod, error) {
 	s.reset()
+	s.budget = *b
 	p := &s.pod
 	if err := parsePodMeta(b2s(obj), p); err != nil {
 		return nil, fmt.Errorf("internal: reworked Pod: %w", err)
 	}
-	if err := parsePodSpec(p); err != nil {
+	err := parsePodSpec(p, &s.budget)
+	switch *b = s.budget; {
+	case errors.Is(err, errBudget):
+		return nil, errBudget
+	case err != nil:
 		return nil, fmt.Errorf("internal: reworked Pod: %w", err)
 	}
 	return p, nil
@@ -225,9 +249,53 @@ func applyPatch(obj, patch []byte) ([]byte, error) {
 	return out, nil
 }
 
-// diffDocs returns the minimal patch from a to b (jsondiff, LCS).
-func diffDocs(a, b []byte) ([]byte, error) {
-	ops, err := jsondiff.CompareJSON(a, b, jsondiff.LCS())
+// maxLCSCells bounds the work of a minimal diff. jsondiff's LCS fills a
+// table of len(a)×len(b) cells, each a deep comparison of two elements,
+// for every list that changed: 10,000 app containers would take 800 MB
+// and minutes. 1<<18 cells (a 512-element list, or 2 MB of table) is a
+// few tens of milliseconds.
+const maxLCSCells = 1 << 18
+
+// lcsAffordable reports whether an LCS diff of the lists graft edits in
+// p (containers, init containers, volumes, pull secrets, each
+// container's env and mounts) stays within maxLCSCells, counting each
+// list as if it had changed.
+func lcsAffordable(p *pod) bool {
+	cells := 0
+	sq := func(n int) { cells += (n + 1) * (n + 1) }
+	sq(len(p.containers))
+	sq(len(p.initContainers))
+	sq(len(p.volumes))
+	sq(len(p.pullSecrets))
+	for i := range p.containers {
+		sq(p.containers[i].envCount)
+		sq(p.containers[i].mountsCount)
+		if cells > maxLCSCells {
+			return false
+		}
+	}
+	return cells <= maxLCSCells
+}
+
+// lcsAffordableDoc is lcsAffordable for a Pod's JSON; false when it does
+// not read as a Pod.
+func lcsAffordableDoc(obj []byte) bool {
+	var p pod
+	if parsePodMeta(b2s(obj), &p) != nil || parsePodSpec(&p, nil) != nil {
+		return false
+	}
+	return lcsAffordable(&p)
+}
+
+// diffDocs returns the patch from a to b: minimal with lcs (jsondiff's
+// LCS), else jsondiff's positional diff, linear in the documents and
+// still exact (a list insert may then rewrite the elements after it).
+func diffDocs(a, b []byte, lcs bool) ([]byte, error) {
+	var opts []jsondiff.Option
+	if lcs {
+		opts = append(opts, jsondiff.LCS())
+	}
+	ops, err := jsondiff.CompareJSON(a, b, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("internal: diff: %w", err)
 	}

@@ -34,7 +34,7 @@ func BenchmarkServe(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			s := benchServer(b)
 			ln := fasthttputil.NewInmemoryListener()
-			srv := s.fasthttpServer(s.state.Load().settings, s.handle)
+			srv := s.webhookServer(s.state.Load().settings, s.handle)
 			done := make(chan error, 1)
 			go func() { done <- srv.Serve(ln) }()
 			b.Cleanup(func() {

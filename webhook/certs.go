@@ -58,15 +58,25 @@ func newCertReloader(certFile, keyFile string, rep tlsReporter) (*certReloader, 
 	return r, nil
 }
 
+// load reads the pair. Its errors name the file at fault: crypto/tls's
+// own ("failed to find any PEM data in certificate input") name none.
 func (r *certReloader) load() error {
-	pair, err := tls.LoadX509KeyPair(r.certFile, r.keyFile)
+	certPEM, err := bounded.ReadFile(r.certFile, maxPEMBytes)
 	if err != nil {
 		return fmt.Errorf("serving certificate: %w", err)
+	}
+	keyPEM, err := bounded.ReadFile(r.keyFile, maxPEMBytes)
+	if err != nil {
+		return fmt.Errorf("serving key: %w", err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return fmt.Errorf("serving certificate %s with key %s: %w", r.certFile, r.keyFile, err)
 	}
 	leaf := pair.Leaf
 	if leaf == nil {
 		if leaf, err = x509.ParseCertificate(pair.Certificate[0]); err != nil {
-			return fmt.Errorf("serving certificate: %w", err)
+			return fmt.Errorf("serving certificate %s: %w", r.certFile, err)
 		}
 		pair.Leaf = leaf
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -54,61 +55,86 @@ const (
 // retireNow is a read deadline in the past: it wakes a blocked reader.
 var retireNow = time.Unix(1, 0)
 
-// connListener accepts TCP connections and hands fasthttp TLS connections
-// that set tracks until they close.
+// connListener accepts TCP connections within limits and hands fasthttp
+// TLS connections that set tracks until they close.
 type connListener struct {
 	net.Listener
-	tls *tls.Config
-	set *connSet
-	// readTimeout bounds reading a request; idleTimeout the wait for one.
-	readTimeout, idleTimeout time.Duration
+	tls    *tls.Config
+	set    *connSet
+	limits *connLimits
+	timeouts
+}
+
+// timeouts are the webhook connections' own (see config.Server); fasthttp
+// applies the idle timeout between requests.
+type timeouts struct {
+	// handshake bounds the TLS handshake; firstRequest the wait for the
+	// first request after it; read, reading a request.
+	handshake, firstRequest, read time.Duration
 }
 
 func (l *connListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
+	c, addr, err := acceptLimited(l.Listener, l.limits, l.set.evictIdle)
 	if err != nil {
 		return nil, err
 	}
-	raw := &rawConn{Conn: c, readTimeout: l.readTimeout}
-	sc := &serverConn{Conn: tls.Server(raw, l.tls), raw: raw, set: l.set, idleTimeout: l.idleTimeout}
+	raw := &rawConn{Conn: c, readTimeout: l.read}
+	sc := &serverConn{Conn: tls.Server(raw, l.tls), raw: raw, set: l.set, limits: l.limits, addr: addr,
+		timeouts: l.timeouts, opened: time.Now()}
 	l.set.add(sc)
 	return sc, nil
 }
 
 // serverConn is what fasthttp serves: a *tls.Conn (its methods stay
-// visible, so fasthttp sees TLS) that leaves the set when it closes and
-// can be marked to close gently (see linger.go). Only its own fasthttp
-// goroutine reads it and sets its deadlines.
+// visible, so fasthttp sees TLS) that leaves the set and its limits when
+// it closes and can be marked to close gently (see linger.go). Only its
+// own fasthttp goroutine reads it and sets its deadlines.
 type serverConn struct {
 	*tls.Conn
-	raw         *rawConn
-	set         *connSet
-	idleTimeout time.Duration
-	linger      atomic.Bool
+	raw    *rawConn
+	set    *connSet
+	limits *connLimits
+	addr   netip.Addr
+	opened time.Time
+	timeouts
+	linger atomic.Bool
+	closed atomic.Bool
 	// awaitFirst: handshake done, no request yet.
 	awaitFirst bool
+	head       headScan
+	// bodyRead: the handler read the current request's body whole.
+	bodyRead bool
 }
 
-// Handshake is called by fasthttp before the first request. A client that
-// has opened a connection keeps it in its pool until it needs it, so from
-// here it is idle.
+// Handshake is called by fasthttp before the first request, within the
+// handshake timeout. A client that has opened a connection keeps it in
+// its pool until it needs it, so from here it is idle.
 func (c *serverConn) Handshake() error {
+	if c.handshake > 0 {
+		if err := c.raw.SetDeadline(time.Now().Add(c.handshake)); err != nil {
+			return err
+		}
+	}
 	if err := c.Conn.Handshake(); err != nil {
 		return err
 	}
 	c.awaitFirst = true
-	c.raw.phase.CompareAndSwap(connActive, connIdle)
+	c.raw.setIdle()
 	return nil
 }
 
 // Read notes the first bytes of each request: the connection is active,
 // reading the request is bounded by the read timeout, and a retire that
-// came too late is undone.
+// came too late is undone. It also scans the request head (strict.go).
 func (c *serverConn) Read(p []byte) (int, error) {
+	if c.head.bareLF {
+		return 0, errBareLF
+	}
 	n, err := c.Conn.Read(p)
 	if n == 0 {
 		return n, err
 	}
+	c.head.scan(p[:n])
 	switch c.raw.phase.Swap(connActive) {
 	case connActive:
 		return n, err
@@ -123,13 +149,14 @@ func (c *serverConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// SetReadDeadline gives the wait for a connection's first request the idle
-// timeout, like the wait for every later one (fasthttp would give it the
-// read timeout): an unused new connection is idle in the client's pool,
-// and ending it there races the client's next request.
+// SetReadDeadline gives the wait for a connection's first request the
+// first-request timeout (fasthttp would give it the read timeout): an
+// unused new connection may be idle in the client's pool, and ending it
+// there can race the client's next request, so it waits longer than a
+// request takes to read (see config.Server.FirstRequestTimeout).
 func (c *serverConn) SetReadDeadline(t time.Time) error {
 	if c.awaitFirst && !t.IsZero() {
-		t = time.Now().Add(c.idleTimeout)
+		t = time.Now().Add(c.firstRequest)
 	}
 	return c.raw.SetReadDeadline(t)
 }
@@ -142,7 +169,10 @@ func (c *serverConn) SetDeadline(t time.Time) error {
 }
 
 func (c *serverConn) Close() error {
-	c.set.remove(c)
+	if !c.closed.Swap(true) {
+		c.set.remove(c)
+		c.limits.release(c.addr)
+	}
 	if c.linger.Load() {
 		return c.closeGently()
 	}
@@ -153,7 +183,8 @@ func (c *serverConn) Close() error {
 // connection whose response is written waits for the next request.
 func markIdle(c net.Conn, st fasthttp.ConnState) {
 	if sc, ok := c.(*serverConn); ok && st == fasthttp.StateIdle {
-		sc.raw.phase.CompareAndSwap(connActive, connIdle)
+		sc.raw.setIdle()
+		sc.head.reset()
 	}
 }
 
@@ -161,10 +192,30 @@ func markIdle(c net.Conn, st fasthttp.ConnState) {
 // reader's own goroutine, how a retired idle connection ends.
 type rawConn struct {
 	net.Conn
-	phase       atomic.Int32
+	phase atomic.Int32
+	// idleSince is when the connection last turned idle (Unix ns).
+	idleSince   atomic.Int64
 	readTimeout time.Duration
 	// retireMu makes a retire's phase change and wake-up one step.
 	retireMu sync.Mutex
+}
+
+// setIdle notes that the connection waits for a request.
+func (c *rawConn) setIdle() {
+	c.idleSince.Store(time.Now().UnixNano())
+	c.phase.CompareAndSwap(connActive, connIdle)
+}
+
+// evict wakes the reader of an idle connection to end it, as retire
+// does, whether or not a sweep has seen it idle.
+func (c *rawConn) evict() bool {
+	c.retireMu.Lock()
+	defer c.retireMu.Unlock()
+	if !c.phase.CompareAndSwap(connIdle, connRetiring) && !c.phase.CompareAndSwap(connIdleSeen, connRetiring) {
+		return false
+	}
+	_ = c.Conn.SetReadDeadline(retireNow)
+	return true
 }
 
 // retire wakes the reader of an idle connection to end it, if the
@@ -267,6 +318,29 @@ func (s *connSet) sweep() int {
 		c.raw.phase.CompareAndSwap(connIdle, connIdleSeen)
 	}
 	return n
+}
+
+// evictIdle ends the connection from addr that has been idle longest, if
+// one has been idle at least evictMinIdle, and reports whether it did.
+// The connection's own reader ends it (see rawConn.Read): a request the
+// client sent just before is still served.
+func (s *connSet) evictIdle(addr netip.Addr) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	limit := time.Now().Add(-evictMinIdle).UnixNano()
+	var victim *serverConn
+	for c := range s.m {
+		if c.addr != addr {
+			continue
+		}
+		if p := c.raw.phase.Load(); p != connIdle && p != connIdleSeen {
+			continue
+		}
+		if since := c.raw.idleSince.Load(); since <= limit && (victim == nil || since < victim.raw.idleSince.Load()) {
+			victim = c
+		}
+	}
+	return victim != nil && victim.raw.evict()
 }
 
 // closeAll closes every connection's socket, for when the shutdown grace

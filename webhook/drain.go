@@ -27,9 +27,23 @@ const retireSweep = 2 * time.Second
 // racing a request on it. Otherwise a connection ends once it reaches its
 // age (rotation); fasthttp's MaxRequestsPerConn is the request cap.
 func (s *Server) serveTLS(ctx *fasthttp.RequestCtx) {
+	if !s.strictRequest(ctx) {
+		return
+	}
+	sc, _ := ctx.Conn().(*serverConn)
+	if sc != nil {
+		sc.bodyRead = false
+	}
 	s.handle(ctx)
 	if s.stopping.Load() || s.rotate.due(ctx) {
 		ctx.SetConnectionClose()
+	}
+	// A body the handler did not read (a refused method or route) is
+	// still on the connection, past what fasthttp read with the headers:
+	// the connection cannot carry another request.
+	if ctx.Request.Header.ContentLength() > bodyPrefetch && (sc == nil || !sc.bodyRead) {
+		ctx.SetConnectionClose()
+		markLinger(ctx.Conn())
 	}
 }
 
@@ -37,9 +51,18 @@ func (s *Server) serveTLS(ctx *fasthttp.RequestCtx) {
 // config.Server.MaxConnAge).
 type rotation struct{ maxAge time.Duration }
 
-// due reports whether the connection of ctx has reached its age.
+// due reports whether the connection of ctx has reached its age. The
+// age is the serverConn's own: with ReduceMemoryUsage fasthttp hands an
+// idle connection's next request a fresh context, whose ConnTime is zero.
 func (r rotation) due(ctx *fasthttp.RequestCtx) bool {
-	return r.maxAge > 0 && ctx.Time().Sub(ctx.ConnTime()) >= r.ageLimit(ctx.ConnID())
+	if r.maxAge <= 0 {
+		return false
+	}
+	opened := ctx.ConnTime()
+	if sc, ok := ctx.Conn().(*serverConn); ok {
+		opened = sc.opened
+	}
+	return ctx.Time().Sub(opened) >= r.ageLimit(ctx.ConnID())
 }
 
 // ageLimit is maxAge less up to a quarter, in 16 steps by connection id,

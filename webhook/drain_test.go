@@ -74,6 +74,7 @@ func drainUnderLoad(t *testing.T, workers int) {
 		// A handshake stalled for seconds on a loaded machine is not what
 		// this test is about.
 		s.ReadTimeout = config.Duration{Duration: time.Minute}
+		s.HandshakeTimeout = config.Duration{Duration: time.Minute}
 	}})
 	client := apiServerClient(ts.caPool)
 	defer client.CloseIdleConnections()

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
+	"time"
 
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
@@ -24,6 +26,10 @@ var (
 // /inject[/<profile>[.<level>][/<revision or tag>]] and the admin routes.
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	path := ctx.Path()
+	if bytes.Equal(path, routeMetrics) && !s.metricsOnWebhookPort {
+		ctx.Error("not found: /metrics is served on the admin port", fasthttp.StatusNotFound)
+		return
+	}
 	if rest, ok := bytes.CutPrefix(path, routeInject); ok {
 		if len(rest) == 0 {
 			s.inject(ctx, nil, nil, "")
@@ -75,6 +81,13 @@ func splitRoute(rest []byte) (profile, revision []byte, ok bool) {
 	return profile, revision, true
 }
 
+// serveAdmin is the admin port's handler.
+func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx) {
+	if s.strictRequest(ctx) {
+		s.handleAdmin(ctx)
+	}
+}
+
 // handleAdmin serves /healthz, /readyz and /metrics (the admin port's only
 // routes).
 func (s *Server) handleAdmin(ctx *fasthttp.RequestCtx) {
@@ -113,9 +126,9 @@ func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 // revisionName for routes without a revision or tag, and level is the
 // namespace's Pod Security level where the route says it.
 //
-// The body is fasthttp's request buffer, handed to the engine without a
-// copy; it is valid only until this function returns, and so are the
-// Result's UID, Namespace and Name, which alias it.
+// The body is read into a buffer of the body budget (body.go), handed to
+// the engine without a copy, and given back when this function returns:
+// so are the Result's UID, Namespace and Name, which alias it.
 func (s *Server) inject(ctx *fasthttp.RequestCtx, profileName, revisionName []byte, level templates.Level) {
 	if !ctx.IsPost() {
 		ctx.Error("method not allowed: use POST", fasthttp.StatusMethodNotAllowed)
@@ -128,6 +141,13 @@ func (s *Server) inject(ctx *fasthttp.RequestCtx, profileName, revisionName []by
 	}
 
 	st := s.state.Load()
+	timeoutArg := ctx.QueryArgs().Peek("timeout")
+	body, ok := s.readBody(ctx, st, timeoutArg)
+	if !ok {
+		return
+	}
+	defer s.bodies.release(&body)
+
 	s.metrics.inflight.Inc()
 	n := s.inflight.Add(1)
 	defer func() {
@@ -153,9 +173,8 @@ func (s *Server) inject(ctx *fasthttp.RequestCtx, profileName, revisionName []by
 		Profile:     profile,
 		Revision:    revision,
 		PodSecurity: level,
-		Deadline:    deadline(start, st.settings.Budget.Duration, st.settings.TimeoutMargin.Duration, ctx.QueryArgs().Peek("timeout")),
+		Deadline:    deadline(start, st.settings.Budget.Duration, st.settings.TimeoutMargin.Duration, timeoutArg),
 	}
-	body := ctx.PostBody()
 	rb := s.bufs.get()
 	var (
 		out []byte
@@ -163,13 +182,13 @@ func (s *Server) inject(ctx *fasthttp.RequestCtx, profileName, revisionName []by
 		err error
 	)
 	if limit := st.settings.MaxInFlight; limit > 0 && n > int64(limit) {
-		out, res, err = st.revs.Fail(rb.b, body, opts, inject.ReasonOverload)
+		out, res, err = st.revs.Fail(rb.b, body.b, opts, inject.ReasonOverload)
 	} else {
-		out, res, err = st.revs.Admit(rb.b, body, opts)
+		out, res, err = st.revs.Admit(rb.b, body.b, opts)
 		if err != nil && !isClientError(err) {
 			s.log.Error("engine error; answering per the failure mode", zap.String("profile", profile),
 				zap.String("revision", revision), zap.Error(err))
-			out, res, err = st.revs.Fail(rb.b[:0], body, opts, inject.ReasonInternal)
+			out, res, err = st.revs.Fail(rb.b[:0], body.b, opts, inject.ReasonInternal)
 		}
 	}
 	if err != nil {
@@ -187,6 +206,45 @@ func (s *Server) inject(ctx *fasthttp.RequestCtx, profileName, revisionName []by
 	d := s.now().Sub(start)
 	s.metrics.observe(st.bind, &res, d.Seconds())
 	logAdmission(s.log, &res, d)
+}
+
+// readBody reads the request's body within its limits: at most
+// maxBodyBytes, with bytes of the body budget, by the API server's
+// ?timeout= (less the margin) or the read timeout, whichever is sooner.
+// A request refused here is answered, counted and its connection closed.
+func (s *Server) readBody(ctx *fasthttp.RequestCtx, st *state, timeoutArg []byte) (requestBody, bool) {
+	cfg := &st.settings
+	if n := ctx.Request.Header.ContentLength(); n > cfg.MaxBodyBytes {
+		s.metrics.countError(st.bind, unknownProfile)
+		s.refuse(ctx, refusedBodyTooLarge, fasthttp.StatusRequestEntityTooLarge,
+			fmt.Sprintf("request body of %d bytes is larger than %d bytes\n", n, cfg.MaxBodyBytes))
+		return requestBody{}, false
+	}
+	// Real time: an I/O wait, not the engine's budget (the clock tests drive).
+	wait := deadline(time.Now(), cfg.ReadTimeout.Duration, cfg.TimeoutMargin.Duration, timeoutArg)
+	body, err := s.bodies.readBody(ctx, wait)
+	if sc, ok := ctx.Conn().(*serverConn); ok {
+		sc.bodyRead = err == nil
+	}
+	if err == nil {
+		return body, true
+	}
+	s.bodies.release(&body)
+	s.metrics.countError(st.bind, unknownProfile)
+	if errors.Is(err, errBodyBudget) {
+		s.log.Warn("request refused: request bodies in flight at their limit", zap.Int64("max_body_bytes_in_flight", cfg.MaxBodyBytesInFlight),
+			zap.Int("content_length", ctx.Request.Header.ContentLength()))
+		s.refuse(ctx, refusedBodyBudget, fasthttp.StatusServiceUnavailable,
+			"request bodies in flight are at their limit (server.maxBodyBytesInFlight); try again\n")
+		return requestBody{}, false
+	}
+	s.log.Debug("request body not read", zap.Error(err))
+	code := fasthttp.StatusBadRequest
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		code = fasthttp.StatusRequestTimeout
+	}
+	s.refuse(ctx, refusedBodyRead, code, shortMessage(err))
+	return requestBody{}, false
 }
 
 func labelProfile(p string, known bool) string {

@@ -1,7 +1,9 @@
 package webhook
 
 import (
+	"math"
 	"slices"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -42,9 +44,45 @@ type metrics struct {
 	// does not belong to the series.
 	skips    []prometheus.Counter
 	failures []prometheus.Counter
+	// conns and connsRefused are by port (webhook, admin); refusals are
+	// requests refused before the engine, bound by reason.
+	conns        *prometheus.GaugeVec
+	connsRefused *prometheus.CounterVec
+	connsEvicted *prometheus.CounterVec
+	bodyBytes    prometheus.Gauge
+	refusals     map[string]prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// durationLadder are the duration histogram's fixed bounds, from the
+// engine's microseconds to a second; durationBuckets adds the budget's.
+var durationLadder = [...]float64{50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1}
+
+// durationBuckets are the bounds of graft_admission_duration_seconds: the
+// ladder, plus bounds at 80% of the budget (GraftLatencyNearBudget's
+// threshold, which the chart derives the same way), at the budget, and a
+// quarter past it, where answers given at the deadline land. With a bound
+// at the threshold, a p99 from histogram_quantile passes the threshold
+// exactly when more than 1% of requests took longer, instead of by
+// interpolating between bounds far apart (0.1 and 0.25 s before). The
+// budget is the one graft starts with: a reload that changes it keeps
+// these bounds until the next restart, as a histogram's bounds cannot
+// change under its series.
+func durationBuckets(budget time.Duration) []float64 {
+	b := append([]float64(nil), durationLadder[:]...)
+	if budget > 0 {
+		s := budget.Seconds()
+		b = append(b, 0.8*s, s, 1.25*s)
+	}
+	for i, v := range b {
+		// Whole microseconds: 0.8*0.2 is 0.16000000000000003 in floating
+		// point, which would be the le label users see.
+		b[i] = math.Round(v*1e6) / 1e6
+	}
+	slices.Sort(b)
+	return slices.Compact(b)
+}
+
+func newMetrics(reg prometheus.Registerer, budget time.Duration) (*metrics, error) {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "graft_admission_requests_total",
@@ -57,7 +95,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "graft_admission_duration_seconds",
 			Help:    "Time from the request reaching the handler to the response being ready.",
-			Buckets: []float64{50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1},
+			Buckets: durationBuckets(budget),
 		}),
 		patchBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "graft_patch_bytes",
@@ -90,9 +128,41 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Help: "Requests denied or answered by the failure mode, by reason.",
 	}, []string{"reason"})
 
+	m.conns = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "graft_connections",
+		Help: "Open connections by port (webhook, admin).",
+	}, []string{"port"})
+	m.connsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "graft_connections_refused_total",
+		Help: "Connections closed as they were accepted, by port and the bound they were over (total, per_address).",
+	}, []string{"port", "reason"})
+	m.connsEvicted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "graft_connections_evicted_total",
+		Help: "Idle connections ended to make room for a new one at the total bound, by port.",
+	}, []string{"port"})
+	m.bodyBytes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "graft_request_body_bytes",
+		Help: "Bytes request bodies hold now, out of server.maxBodyBytesInFlight.",
+	})
+	refusals := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "graft_http_refusals_total",
+		Help: "Requests refused before the engine by reason: HTTP no API server sends, or a body over a limit.",
+	}, []string{"reason"})
+	m.refusals = map[string]prometheus.Counter{}
+	for _, r := range []string{refusedBareLF, refusedHTTPVersion, refusedConflictingFrame, refusedChunked,
+		refusedBodyTooLarge, refusedBodyBudget, refusedBodyRead} {
+		m.refusals[r] = refusals.WithLabelValues(r)
+	}
+	for _, port := range []string{portWebhook, portAdmin} {
+		m.conns.WithLabelValues(port)
+		m.connsRefused.WithLabelValues(port, refusedTotal)
+		m.connsRefused.WithLabelValues(port, refusedPerAddress)
+		m.connsEvicted.WithLabelValues(port)
+	}
+
 	for _, c := range []prometheus.Collector{
 		m.requests, m.injections, m.duration, m.patchBytes, m.inflight, m.certExpiry,
-		reloads, tlsReloads, skips, failures,
+		reloads, tlsReloads, skips, failures, m.conns, m.connsRefused, m.connsEvicted, m.bodyBytes, refusals,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
@@ -118,6 +188,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	return m, nil
 }
+
+// Ports, the port label of the connection series.
+const (
+	portWebhook = "webhook"
+	portAdmin   = "admin"
+)
+
+// refusal is the counter of requests refused for reason, one of the
+// refused* constants.
+func (m *metrics) refusal(reason string) prometheus.Counter { return m.refusals[reason] }
 
 // profileCounters are one profile's request counters by operation and
 // result; the last result column is resultError.

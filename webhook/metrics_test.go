@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/graftdev/graft/bench/corpus"
 	"github.com/graftdev/graft/config"
@@ -13,7 +15,7 @@ import (
 
 // TestMetricsAfterSequence: a known sequence of requests leaves known
 // values, and /metrics serves every graft series plus the Go and process
-// collectors on both ports.
+// collectors on the admin port, and on the webhook port when asked to.
 func TestMetricsAfterSequence(t *testing.T) {
 	ts := startServer(t, serverSetup{})
 	steps := []struct {
@@ -58,26 +60,43 @@ func TestMetricsAfterSequence(t *testing.T) {
 		t.Error("certificate expiry gauge not set")
 	}
 
-	for _, base := range []struct {
-		url string
-		c   *http.Client
-	}{{ts.admin, ts.plain}, {ts.url, ts.client}} {
-		resp, err := base.c.Get(base.url + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		text, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		for _, name := range []string{
-			"graft_admission_requests_total", "graft_admission_duration_seconds_bucket", "graft_injections_total",
-			"graft_skips_total", "graft_admission_failures_total", "graft_patch_bytes_bucket",
-			"graft_inflight_requests", "graft_config_reloads_total", "graft_tls_certificate_expiry_timestamp_seconds",
-			"go_goroutines", "process_cpu_seconds_total",
-			`graft_admission_duration_seconds_bucket{le="5e-05"}`, `graft_admission_duration_seconds_bucket{le="1"}`,
-		} {
-			if !strings.Contains(string(text), name) {
-				t.Errorf("%s/metrics lacks %s", base.url, name)
-			}
+	wantMetrics(t, ts.plain, ts.admin)
+	// Not on the webhook port unless asked for: that port is open to
+	// whoever may reach the API server's side of the network.
+	resp, err := ts.client.Get(ts.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/metrics on the webhook port: %d, want 404 by default", resp.StatusCode)
+	}
+	on := startServer(t, serverSetup{override: func(s *config.Server) { s.MetricsOnWebhookPort = true }})
+	on.post(t, "/inject", corpus.Review(corpus.Small))
+	wantMetrics(t, on.client, on.url)
+}
+
+// wantMetrics wants base/metrics to serve graft's series.
+func wantMetrics(t *testing.T, c *http.Client, base string) {
+	t.Helper()
+	resp, err := c.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, name := range []string{
+		"graft_admission_requests_total", "graft_admission_duration_seconds_bucket", "graft_injections_total",
+		"graft_skips_total", "graft_admission_failures_total", "graft_patch_bytes_bucket",
+		"graft_inflight_requests", "graft_config_reloads_total", "graft_tls_certificate_expiry_timestamp_seconds",
+		"graft_connections", "graft_connections_refused_total", "graft_connections_evicted_total", "graft_request_body_bytes", "graft_http_refusals_total",
+		"go_goroutines", "process_cpu_seconds_total",
+		`graft_admission_duration_seconds_bucket{le="5e-05"}`, `graft_admission_duration_seconds_bucket{le="1"}`,
+		// 80% of the default budget (the alert threshold) and the budget.
+		`graft_admission_duration_seconds_bucket{le="0.16"}`, `graft_admission_duration_seconds_bucket{le="0.2"}`,
+	} {
+		if !strings.Contains(string(text), name) {
+			t.Errorf("%s/metrics lacks %s", base, name)
 		}
 	}
 }
@@ -129,5 +148,57 @@ func TestAdmissionLog(t *testing.T) {
 	}
 	if skip["level"] != "debug" || skip["decision"] != "skip" || skip["reason"] != "opted-out" {
 		t.Errorf("skip line: %v", skip)
+	}
+}
+
+// TestDurationBuckets: the latency histogram has bounds at 80% of the
+// budget graft starts with, at the budget and a quarter past it, in
+// whole microseconds, beside the fixed ladder, strictly increasing.
+func TestDurationBuckets(t *testing.T) {
+	for _, c := range []struct {
+		budget time.Duration
+		want   []float64
+	}{
+		{config.DefaultBudget, []float64{0.16, 0.2, 0.25}},
+		{500 * time.Millisecond, []float64{0.4, 0.5, 0.625}},
+		{75 * time.Millisecond, []float64{0.06, 0.075, 0.09375}},
+		{3 * time.Second, []float64{2.4, 3, 3.75}},
+	} {
+		t.Run(c.budget.String(), func(t *testing.T) {
+			b := durationBuckets(c.budget)
+			for _, w := range c.want {
+				if !slices.Contains(b, w) {
+					t.Errorf("no bound at %v in %v", w, b)
+				}
+			}
+			for _, l := range durationLadder {
+				if !slices.Contains(b, l) {
+					t.Errorf("the ladder's bound %v is gone: %v", l, b)
+				}
+			}
+			for i := 1; i < len(b); i++ {
+				if b[i] <= b[i-1] {
+					t.Errorf("bounds not strictly increasing at %d: %v", i, b)
+				}
+			}
+		})
+	}
+}
+
+// TestDurationBucketsFollowTheBudget: a server started with a 500ms
+// budget exposes bounds at 0.4 and 0.5 s, where the chart puts its alert.
+func TestDurationBucketsFollowTheBudget(t *testing.T) {
+	ts := startServer(t, serverSetup{override: func(s *config.Server) { s.Budget = config.Duration{Duration: 500 * time.Millisecond} }})
+	ts.post(t, "/inject", corpus.Review(corpus.Small))
+	resp, err := ts.plain.Get(ts.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, le := range []string{"0.4", "0.5", "0.625"} {
+		if want := `graft_admission_duration_seconds_bucket{le="` + le + `"} 1`; !strings.Contains(string(text), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -120,6 +121,59 @@ func TestConfigReload(t *testing.T) {
 			t.Fatalf("previous config stopped serving after %q: %d", bad, code)
 		}
 	}
+}
+
+// TestConfigReloadRewrittenInPlace: a config file rewritten in place (an
+// editor, a shell's >) is empty, then cut short, for a moment; each such
+// state is refused, counted and logged, and the running configuration
+// keeps serving until the whole file is there.
+func TestConfigReloadRewrittenInPlace(t *testing.T) {
+	const full = "profiles:\n  enabled: {templates: [agent]}\n  late: {templates: [agent], failureMode: deny}\n"
+	ts := startServer(t, serverSetup{configYAML: full})
+	review := corpus.Review(corpus.Small)
+	path := ts.opts.ConfigPath
+	serving := func(when string) {
+		t.Helper()
+		if code, out := ts.post(t, "/inject/late", review); code != http.StatusOK {
+			t.Fatalf("%s: the running configuration stopped serving: %d %.200s", when, code, out)
+		}
+	}
+	serving("at start")
+
+	rewrite := func(content string) error {
+		t.Helper()
+		// In place: the same inode truncated and written, as > does.
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return waitEvent(t, ts.reloads, "config")
+	}
+	for i, partial := range []string{
+		"",                             // truncated, nothing written yet
+		"# graft configuration\n",      // only a comment so far
+		full[:len(full)-20],            // cut inside a flow mapping
+		"profiles:\n  enabled: {templ", // cut inside a key
+	} {
+		err := rewrite(partial)
+		if err == nil {
+			t.Fatalf("%q accepted", partial)
+		}
+		if got := metric(t, ts.reg, "graft_config_reloads_total", "result", "error"); got != float64(i+1) {
+			t.Errorf("after %q: reloads{error} = %v, want %d", partial, got, i+1)
+		}
+		serving(fmt.Sprintf("after %q", partial))
+	}
+	rejected := ts.logs.lines(t, "config reload rejected; the previous configuration keeps serving")
+	if len(rejected) != 4 || !strings.Contains(fmt.Sprint(rejected[0]["error"]), "no configuration: the file is empty") {
+		t.Errorf("rejections logged: %v", rejected)
+	}
+	if err := rewrite(full); err != nil {
+		t.Fatalf("the whole file refused: %v", err)
+	}
+	if got := metric(t, ts.reg, "graft_config_reloads_total", "result", "success"); got != 1 {
+		t.Errorf("reloads{success} = %v, want 1", got)
+	}
+	serving("after the whole file")
 }
 
 // TestTemplatesReloadConfigMapSwap: a templates directory mounted from a

@@ -24,13 +24,14 @@ func selfSigned(log *zap.Logger) (dir string, err error) {
 	if err != nil {
 		return "", fmt.Errorf("self-signed certificate: %w", err)
 	}
+	// The temporary directory is $TMPDIR, or /tmp.
 	dir, err = os.MkdirTemp("", "graft-certs-")
 	if err != nil {
-		return "", fmt.Errorf("self-signed certificate: %w", err)
+		return "", fmt.Errorf("self-signed certificate: no directory for it in %s: %w", os.TempDir(), err)
 	}
 	if err := b.Write(dir); err != nil {
-		os.RemoveAll(dir)
-		return "", err
+		_ = os.RemoveAll(dir)
+		return "", fmt.Errorf("self-signed certificate: writing it to %s: %w", dir, err)
 	}
 	log.Info("no --tls-cert/--tls-key: serving a self-signed certificate",
 		zap.String("dir", dir),

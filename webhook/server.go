@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,31 +71,56 @@ type Server struct {
 	retireEvery      time.Duration
 	rotate           rotation
 	metricsHandler   fasthttp.RequestHandler
+	// metricsOnWebhookPort: config.Server.MetricsOnWebhookPort.
+	metricsOnWebhookPort bool
+	// bodies bounds the bytes request bodies hold (body.go).
+	bodies *bodyBudget
 }
 
+// The admin port's bounds. It serves probes (the kubelet opens a
+// connection per probe and closes it), scrapers (one kept-alive
+// connection each) and nothing with a body.
+const (
+	adminMaxConns           = 256
+	adminMaxConnsPerAddress = 32
+	adminMaxBodyBytes       = 4 << 10
+)
+
 // New loads the configuration, templates and certificate, builds the
-// engine and binds the listeners. Nothing is served until Run.
-func New(o Options) (s *Server, err error) {
+// engine and binds the listeners. Nothing is served until Run. When it
+// fails, nothing is left behind: listeners bound so far are closed and a
+// self-signed certificate directory is removed; the error names what
+// failed (the file, the address) and why.
+func New(o Options) (*Server, error) {
 	if o.Logger == nil || o.Registry == nil {
 		return nil, errors.New("webhook: Logger and Registry are required")
 	}
-	s = &Server{opts: o, log: o.Logger, now: o.Clock, bufs: newRespPool(), conns: newConnSet(), endDrain: make(chan struct{})}
+	s := &Server{opts: o, log: o.Logger, now: o.Clock, bufs: newRespPool(), conns: newConnSet(), endDrain: make(chan struct{})}
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if s.metrics, err = newMetrics(o.Registry); err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
+	if err := s.init(o); err != nil {
+		s.release()
+		return nil, err
+	}
+	return s, nil
+}
+
+// init is New's work; on error the caller releases what it made.
+func (s *Server) init(o Options) error {
+	l, err := load(o.ConfigPath, o.Override)
+	if err != nil {
+		return err
+	}
+	// The latency histogram's bounds follow the budget graft starts with.
+	if s.metrics, err = newMetrics(o.Registry, l.file.Server.Budget.Duration); err != nil {
+		return fmt.Errorf("metrics: %w", err)
 	}
 	s.metricsHandler = fasthttpadaptor.NewFastHTTPHandler(
 		promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
-
-	l, err := load(o.ConfigPath, o.Override)
-	if err != nil {
-		return nil, err
-	}
 	st, err := l.build(s.metrics, o.Clock)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.state.Store(st)
 	if o.Level != nil {
@@ -103,42 +129,44 @@ func New(o Options) (s *Server, err error) {
 		}
 	}
 
-	defer func() {
-		if err != nil {
-			s.release()
-		}
-	}()
 	cfg := st.settings
 	certFile, keyFile := cfg.TLSCert, cfg.TLSKey
 	if certFile == "" {
 		if s.certDir, err = selfSigned(s.log); err != nil {
-			return nil, err
+			return err
 		}
-		certFile, keyFile = s.certDir+"/"+certgen.CertFile, s.certDir+"/"+certgen.KeyFile
+		certFile, keyFile = filepath.Join(s.certDir, certgen.CertFile), filepath.Join(s.certDir, certgen.KeyFile)
 	}
 	rep := tlsReporter{log: s.log, metrics: s.metrics, hook: o.OnCertReload}
 	if s.certs, err = newCertReloader(certFile, keyFile, rep); err != nil {
-		return nil, err
+		return err
 	}
 	tlsCfg, err := s.tlsConfig(cfg, rep)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
+	ln, err := listen("webhook", cfg.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
+		return err
 	}
 	s.tlsLn = &connListener{Listener: ln, tls: tlsCfg, set: s.conns,
-		readTimeout: cfg.ReadTimeout.Duration, idleTimeout: cfg.IdleTimeout.Duration}
-	if s.adminLn, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
-		return nil, fmt.Errorf("listen %s: %w", cfg.AdminAddr, err)
+		limits: newConnLimits(cfg.MaxConns, cfg.MaxConnsPerAddress, s.metrics, portWebhook),
+		timeouts: timeouts{handshake: cfg.HandshakeTimeout.Duration, firstRequest: cfg.FirstRequestTimeout.Duration,
+			read: cfg.ReadTimeout.Duration}}
+	adminLn, err := listen("admin", cfg.AdminAddr)
+	if err != nil {
+		return err
 	}
-	s.tlsSrv = s.fasthttpServer(cfg, s.serveTLS)
-	s.tlsSrv.MaxRequestsPerConn = cfg.MaxConnRequests
-	s.tlsSrv.ConnState = markIdle
+	s.adminLn = &limitListener{Listener: adminLn, limits: newConnLimits(adminMaxConns, adminMaxConnsPerAddress, s.metrics, portAdmin)}
+	s.bodies = newBodyBudget(cfg.MaxBodyBytesInFlight, s.metrics)
+	s.metricsOnWebhookPort = cfg.MetricsOnWebhookPort
+
+	s.tlsSrv = s.webhookServer(cfg, s.serveTLS)
 	s.rotate = rotation{maxAge: cfg.MaxConnAge.Duration}
 	s.retireEvery = min(cfg.DrainDelay.Duration/4, retireSweep)
-	s.adminSrv = s.fasthttpServer(cfg, s.handleAdmin)
+	s.adminSrv = s.fasthttpServer(cfg, s.serveAdmin)
+	s.adminSrv.ConnState = resetHead
+	s.adminSrv.MaxRequestBodySize = adminMaxBodyBytes
 	s.log.Info("graft webhook listening",
 		zap.String("addr", s.tlsLn.Addr().String()),
 		zap.String("admin_addr", s.adminLn.Addr().String()),
@@ -146,7 +174,21 @@ func New(o Options) (s *Server, err error) {
 		zap.Bool("client_auth", cfg.ClientCA != ""),
 		zap.Strings("templates", l.set.Names()),
 		zap.String("default_profile", st.eng.DefaultProfile()))
-	return s, nil
+	return nil
+}
+
+// listen binds addr for the named port. Its error names the port and the
+// address once ("webhook address 127.0.0.1:8443: bind: address already in
+// use"), not the dial operation.
+func listen(port, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if oe, ok := errors.AsType[*net.OpError](err); ok && oe.Err != nil {
+			err = oe.Err
+		}
+		return nil, fmt.Errorf("%s address %q: %w", port, addr, err)
+	}
+	return ln, nil
 }
 
 func (s *Server) tlsConfig(cfg config.Server, rep tlsReporter) (*tls.Config, error) {
@@ -171,6 +213,23 @@ func (s *Server) tlsConfig(cfg config.Server, rep tlsReporter) (*tls.Config, err
 	return tc, nil
 }
 
+// webhookServer is the webhook port's server, serving h.
+func (s *Server) webhookServer(cfg config.Server, h fasthttp.RequestHandler) *fasthttp.Server {
+	srv := s.fasthttpServer(cfg, h)
+	srv.MaxRequestsPerConn = cfg.MaxConnRequests
+	srv.ConnState = markIdle
+	// The handler reads bodies itself (body.go).
+	srv.StreamRequestBody = true
+	srv.MaxRequestBodySize = cfg.MaxBodyBytes
+	srv.HeaderReceived = oversizedFirst(cfg.MaxBodyBytes)
+	return srv
+}
+
+// fasthttpServer is either port's server; the caller sets the body
+// limits. ReduceMemoryUsage gives the read and write buffers back while a
+// connection waits for a request, and the request context while it waits
+// for the first byte: an idle connection then holds its goroutine and its
+// TLS state, not 20 KiB of buffers.
 func (s *Server) fasthttpServer(cfg config.Server, h fasthttp.RequestHandler) *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler:                      h,
@@ -179,19 +238,47 @@ func (s *Server) fasthttpServer(cfg config.Server, h fasthttp.RequestHandler) *f
 		ReadTimeout:                  cfg.ReadTimeout.Duration,
 		WriteTimeout:                 cfg.WriteTimeout.Duration,
 		IdleTimeout:                  cfg.IdleTimeout.Duration,
-		MaxRequestBodySize:           cfg.MaxBodyBytes,
 		ReadBufferSize:               8 << 10,
 		DisablePreParseMultipartForm: true,
 		CloseOnShutdown:              true,
+		ReduceMemoryUsage:            true,
 		Logger:                       fasthttpLogger{s.log},
 	}
 }
 
+// oversizedFirst is the webhook server's HeaderReceived hook. A streamed
+// body is read up to 8 KiB before the handler runs, even one declared
+// over the limit; for those it reads one byte instead, so that the
+// handler refuses them with 413 at once rather than after 8 KiB that may
+// never come.
+func oversizedFirst(maxBodyBytes int) func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+	return func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+		if h.ContentLength() > maxBodyBytes {
+			return fasthttp.RequestConfig{MaxRequestBodySize: 1}
+		}
+		return fasthttp.RequestConfig{}
+	}
+}
+
 // errorHandler answers requests fasthttp refuses before the handler runs.
+//
+// fasthttp sets no write deadline for these answers, so the connection's
+// last one applies: the handshake's, or the last response's, often long
+// past (a read timeout comes after it). A TLS write past its deadline
+// still uses up a record sequence number, and the close_notify that
+// follows then reaches the client as "bad record MAC" instead of the
+// answer. So each answer gets a deadline of its own.
 func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
+	_ = ctx.Conn().SetWriteDeadline(time.Now().Add(s.state.Load().settings.WriteTimeout.Duration))
 	var small *fasthttp.ErrSmallBuffer
 	var netErr net.Error
 	switch {
+	case errors.Is(err, errBareLF):
+		// The client may still be sending the body: let it, so that it
+		// reads this answer (see lingerConn).
+		markLinger(ctx.Conn())
+		s.metrics.refusal(refusedBareLF).Inc()
+		ctx.Error(errBareLF.Error()+"\n", fasthttp.StatusBadRequest)
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		// The body was not read: let the client finish sending so it can
 		// read this answer (see lingerConn).

@@ -115,15 +115,8 @@ func TestRunRefusesBadPlans(t *testing.T) {
 }
 
 func TestProcReaders(t *testing.T) {
-	pid := os.Getpid()
-	if _, err := cpuTime(pid); err != nil {
-		t.Error(err)
-	}
-	if rss, err := peakRSS(pid); err != nil || rss <= 0 {
+	if rss, err := peakRSS(os.Getpid()); err != nil || rss <= 0 {
 		t.Errorf("peakRSS = %d, %v", rss, err)
-	}
-	if _, err := cpuTime(-1); err == nil {
-		t.Error("cpuTime of no process succeeded")
 	}
 }
 

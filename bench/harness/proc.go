@@ -2,43 +2,13 @@ package harness
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
-	"time"
 )
-
-// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat;
-// Linux fixes it at 100 for user space.
-const clockTicks = 100
-
-// cpuTime returns a process's user+system CPU time.
-func cpuTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, fmt.Errorf("cpu time: %w", err)
-	}
-	// The command name (field 2) may hold spaces: fields count from after ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("cpu time: /proc/%d/stat: no command field", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
-	if len(f) < 13 {
-		return 0, fmt.Errorf("cpu time: /proc/%d/stat: %d fields", pid, len(f))
-	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("cpu time: /proc/%d/stat: utime %q stime %q", pid, f[11], f[12])
-	}
-	return time.Duration(ut+st) * time.Second / clockTicks, nil
-}
 
 // peakRSS returns VmHWM, the process's peak resident set, in bytes.
 func peakRSS(pid int) (int64, error) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/graftdev/graft/bench/report"
+	"github.com/graftdev/graft/internal/proc"
 )
 
 // snapshot reads the server's counters right before and right after a
@@ -39,16 +40,16 @@ func (s *snapshot) before() {
 		s.m1, s.mErr = mallocs(s.client, s.metricsURL)
 	}
 	_ = resetPeakRSS(s.pid)
-	s.cpu0, s.cpuErr = cpuTime(s.pid)
-	s.gen0, _ = cpuTime(os.Getpid())
+	s.cpu0, s.cpuErr = proc.CPUTime(s.pid)
+	s.gen0, _ = proc.CPUTime(os.Getpid())
 	s.t0 = time.Now()
 }
 
 func (s *snapshot) after() {
 	s.t1 = time.Now()
-	s.gen1, _ = cpuTime(os.Getpid())
+	s.gen1, _ = proc.CPUTime(os.Getpid())
 	var err error
-	if s.cpu1, err = cpuTime(s.pid); s.cpuErr == nil {
+	if s.cpu1, err = proc.CPUTime(s.pid); s.cpuErr == nil {
 		s.cpuErr = err
 	}
 	if s.mErr == nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -26,6 +27,8 @@ type auditFlags struct {
 	chunkSize     int64
 	config        string
 	templatesDir  string
+	serve         string        // --serve: the exporter's address (audit_serve.go)
+	interval      time.Duration // --interval, with --serve
 }
 
 func newAuditCmd() *cobra.Command {
@@ -43,7 +46,13 @@ Deployment, StatefulSet, DaemonSet, CronJob, Job or bare Pod.
 
 Without -n, every namespace is audited (-A says so explicitly).
 -o table (default), json (schema audit.graft.dev/v1alpha1) or prometheus
-(the text format, for node_exporter's textfile collector).
+(the text format, for node_exporter's textfile collector). Pods are
+written as they are classified, a LIST page at a time (the table aligned
+per 500 lines), so memory does not grow with the fleet; an error midway
+cuts the output short and exits 1.
+--serve ADDR keeps running as a Prometheus exporter: an audit every
+--interval (5m), the newest report on /metrics, for the audit alerts
+(deploy/components/audit runs it so).
 Exit codes: 0 done; 1 an error; 3 a Pod is in a class --fail-on lists.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -60,10 +69,14 @@ Exit codes: 0 done; 1 an error; 3 a Pod is in a class --fail-on lists.`,
 	fl.Int64Var(&f.chunkSize, "chunk-size", 500, "objects per LIST page")
 	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve")
 	fl.StringVar(&f.templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
+	f.registerServe(fl)
 	return cmd
 }
 
 func runAudit(cmd *cobra.Command, f *auditFlags) error {
+	if f.serve != "" {
+		return runAuditServe(cmd, f)
+	}
 	if err := checkFormat(f.output, "table", "json", "prometheus"); err != nil {
 		return err
 	}
@@ -88,20 +101,18 @@ func runAudit(cmd *cobra.Command, f *auditFlags) error {
 	if err != nil {
 		return err
 	}
-	rep, err := cluster.Audit(commandContext(cmd), audit.New(engine), f.namespace, f.chunkSize)
+	// The Pods stream out as they are classified: a fleet's report is
+	// never held whole.
+	start := time.Now()
+	out, err := audit.NewWriter(cmd.OutOrStdout(), f.output, f.workloads, start)
 	if err != nil {
 		return err
 	}
-	out := cmd.OutOrStdout()
-	switch f.output {
-	case "json":
-		err = rep.WriteJSON(out)
-	case "prometheus":
-		err = rep.WritePrometheus(out)
-	default:
-		err = rep.WriteTable(out, f.workloads)
-	}
+	rep, err := cluster.Audit(commandContext(cmd), audit.New(engine), f.namespace, f.chunkSize, out, start)
 	if err != nil {
+		return err
+	}
+	if err := out.Close(rep); err != nil {
 		return err
 	}
 	if rep.Any(failOn) {

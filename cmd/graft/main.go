@@ -69,6 +69,7 @@ func newRootCmd() *cobra.Command {
 		newExportCmd(),
 		newWebhooksCmd(),
 		newGuaranteeCmd(),
+		newProbeCmd(),
 		newVersionCmd(),
 	)
 	return root

@@ -4,15 +4,26 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-// TestMain lets scripts run graft in-process as the "graft" command.
+// TestMain lets scripts run graft in-process as the "graft" command, and
+// tests run it as "graft-fsize0": graft in a process that cannot write a
+// byte to a file, as on a full disk.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"graft": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"graft-fsize0": func() {
+			// Go ignores SIGXFSZ, so such writes fail with EFBIG.
+			if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: 0, Max: 0}); err != nil {
+				fmt.Fprintln(os.Stderr, "setrlimit:", err)
+				os.Exit(3)
+			}
+			os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+		},
 	})
 }
 

@@ -14,10 +14,12 @@ import (
 )
 
 // Audit classifies with a the Pods of namespace ("" every one), reading
-// every LIST in pages of chunk objects and keeping only the verdicts.
-func (cl *Cluster) Audit(ctx context.Context, a *audit.Auditor, namespace string, chunk int64) (*audit.Report, error) {
+// every LIST in pages of chunk objects, and hands each Pod's result to
+// out as it goes: what it keeps grows with namespaces, ReplicaSets, Jobs
+// and workloads, never with Pods. The caller closes out with the report.
+func (cl *Cluster) Audit(ctx context.Context, a *audit.Auditor, namespace string, chunk int64, out audit.Writer, start time.Time) (*audit.Report, error) {
 	c := cl.client
-	rep := &audit.Report{Time: time.Now()}
+	rep := audit.NewReport(start)
 	nss := map[string]audit.Namespace{}
 	if namespace != "" {
 		ns, err := c.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
@@ -77,8 +79,12 @@ func (cl *Cluster) Audit(ctx context.Context, a *audit.Auditor, namespace string
 			if err != nil {
 				return err
 			}
-			rep.Pods = append(rep.Pods, audit.PodResult{Namespace: p.Namespace, Name: p.Name,
-				Workload: own.workload(p.Name, p.OwnerReferences), Verdict: v})
+			res := audit.PodResult{Namespace: p.Namespace, Name: p.Name,
+				Workload: own.workload(p.Name, p.OwnerReferences), Verdict: v}
+			rep.Add(&res)
+			if err := out.Pod(&res); err != nil {
+				return fmt.Errorf("writing the report: %w", err)
+			}
 		}
 		return nil
 	})

@@ -98,7 +98,7 @@ func All() []Name {
 		{Revision, Label, "Namespace, Pod", "users",
 			"A template revision, or a tag pointing at one (`stable`, `canary`); on a Pod only where its profile allows."},
 		{Injected, Label, "Pod", "graft",
-			"Set on every Pod graft injects, to the revision it injected from; the guarantee policy selects on it."},
+			"Set on every Pod graft injects, to the revision it injected from. The guarantee policies do not pass a Pod on it: they check its sidecars ([the guarantee](../concepts/guarantee.md))."},
 		{Status, Annotation, "Pod", "graft",
 			"graft's record of what it injected: per template its revision, digest and the objects it added " +
 				"([format](status-format.md))."},

@@ -4,11 +4,13 @@
 package proc
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -142,4 +144,32 @@ func (p *Process) Stop(grace time.Duration) error {
 	}
 	<-p.done
 	return fmt.Errorf("%s: still running %s after SIGTERM: %w", p.name, grace, ErrKilled)
+}
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat;
+// Linux fixes it at 100 for user space.
+const clockTicks = 100
+
+// CPUTime returns a process's user+system CPU time so far.
+func CPUTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("cpu time: %w", err)
+	}
+	// The command name (field 2) may hold spaces: fields count from after ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("cpu time: /proc/%d/stat: no command field", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("cpu time: /proc/%d/stat: %d fields", pid, len(f))
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("cpu time: /proc/%d/stat: utime %q stime %q", pid, f[11], f[12])
+	}
+	return time.Duration(ut+st) * time.Second / clockTicks, nil
 }

@@ -270,3 +270,21 @@ func alive(pid int) bool {
 	i := strings.LastIndexByte(string(b), ')')
 	return i >= 0 && !strings.HasPrefix(string(b[i+1:]), " Z")
 }
+
+func TestCPUTime(t *testing.T) {
+	// Burn a little CPU so the count has something to show.
+	var x uint64
+	for i := range uint64(50_000_000) {
+		x += i * i
+	}
+	got, err := CPUTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got <= 0 || x == 0 {
+		t.Errorf("CPUTime of this process = %s after a busy loop", got)
+	}
+	if _, err := CPUTime(-1); err == nil {
+		t.Error("CPUTime of no process succeeded")
+	}
+}

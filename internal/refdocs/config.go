@@ -81,7 +81,18 @@ func configReference(root string) ([]byte, error) {
 		"the line and the key (and, for a misspelt key, the nearest valid one). A file\n" +
 		"without `profiles` gets the [built-in profiles](#built-in-profiles). Command-line\n" +
 		"flags of `graft serve` win over `server:`. The Helm chart takes this file under\n" +
-		"its `config` value.\n")
+		"its `config` value.\n\n" +
+		"A file that holds no configuration (empty, only comments or blank lines, or\n" +
+		"`null`) is an error, at start and on a reload: give no `--config` for the\n" +
+		"built-in defaults. A reload that fails (such a file, a file cut short, any\n" +
+		"error) is logged, counted in `graft_config_reloads_total{result=\"error\"}`, and\n" +
+		"the running configuration keeps serving. Replace the file atomically: write the\n" +
+		"new one beside it and rename it over the old one, as the kubelet does for a\n" +
+		"mounted ConfigMap (it swaps a `..data` symlink). A file rewritten in place (an\n" +
+		"editor saving in place, a shell's `>`) is empty or cut short for a moment; graft\n" +
+		"waits for the writes to pause for 100 ms before it reads, and refuses an empty\n" +
+		"or malformed file, but a file cut at a line break can be valid YAML that says\n" +
+		"less than you meant.\n")
 	writeSections(&b, n, "##", "Top level")
 
 	b.WriteString("\n## Built-in profiles\n\n")

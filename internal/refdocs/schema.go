@@ -93,6 +93,7 @@ func chartSchema(root string) ([]byte, error) {
 		p["propertyNames"] = map[string]any{"pattern": dnsLabelPattern}
 	}
 	props["config"] = cfg
+	values["allOf"] = chartRules()
 	var out bytes.Buffer
 	enc := json.NewEncoder(&out)
 	enc.SetEscapeHTML(false)
@@ -101,4 +102,31 @@ func chartSchema(root string) ([]byte, error) {
 		return nil, fmt.Errorf("refdocs: %w", err)
 	}
 	return out.Bytes(), nil
+}
+
+// chartRules are the chart's rules between values, which a property's
+// own schema cannot say.
+//
+// A PodDisruptionBudget whose minAvailable is not below the replicas
+// lets no eviction through, so every node drain that meets a graft Pod
+// stalls until someone deletes the Pod by hand. With one replica the only
+// budget that lets a drain through is minAvailable 0, so replicas below 2
+// require it. JSON schema cannot compare two values, so the general case
+// (minAvailable >= replicas, as a number or a percentage) is refused by
+// the chart's templates (poddisruptionbudget.yaml).
+func chartRules() []any {
+	return []any{
+		map[string]any{
+			"description": "replicas below 2 take podDisruptionBudget.minAvailable 0: any other budget blocks every node drain.",
+			"if": map[string]any{
+				"properties": map[string]any{"replicas": map[string]any{"maximum": 1}},
+				"required":   []any{"replicas"},
+			},
+			"then": map[string]any{
+				"properties": map[string]any{"podDisruptionBudget": map[string]any{
+					"properties": map[string]any{"minAvailable": map[string]any{"enum": []any{0, "0%"}}},
+				}},
+			},
+		},
+	}
 }

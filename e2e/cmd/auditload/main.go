@@ -4,7 +4,11 @@
 // default admission plugins on; no nodes, so nothing runs them), each
 // namespace's owned by a Deployment's ReplicaSet, then runs graft audit
 // as a child process -runs times and reports its wall time and peak
-// resident memory (getrusage of the child). Run it with `make bench-audit`.
+// resident memory (getrusage of the child). Given several sizes
+// (-pods 10000,100000), it audits at each, adding Pods in between, which
+// shows how wall time and memory grow with the fleet. Run it with `make
+// bench-audit` (10,000 Pods) or `make bench-audit-fleet` (10,000, then
+// 100,000).
 package main
 
 import (
@@ -19,6 +23,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -44,15 +50,16 @@ func main() {
 }
 
 type options struct {
-	pods, namespaces, runs, workers int
-	chunk                           int
+	sizes                     []int // fleet sizes, ascending: Pods created before each set of runs
+	namespaces, runs, workers int
+	chunk                     int
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	var o options
 	fs := flag.NewFlagSet("auditload", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.IntVar(&o.pods, "pods", 10000, "Pods to create")
+	pods := fs.String("pods", "10000", "Pods to create; a comma-separated ascending list (10000,100000) audits at each size in turn, adding Pods in between")
 	fs.IntVar(&o.namespaces, "namespaces", 20, "namespaces to spread them over (half opted in)")
 	fs.IntVar(&o.runs, "runs", 5, "graft audit runs measured")
 	fs.IntVar(&o.workers, "workers", 16, "concurrent creates")
@@ -60,10 +67,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if o.pods <= 0 || o.namespaces <= 0 || o.runs <= 0 || o.workers <= 0 {
-		return errors.New("-pods, -namespaces, -runs and -workers must be > 0")
+	for _, f := range strings.Split(*pods, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 || (len(o.sizes) > 0 && n <= o.sizes[len(o.sizes)-1]) {
+			return fmt.Errorf("-pods %q: want ascending counts above 0", *pods)
+		}
+		o.sizes = append(o.sizes, n)
 	}
-	c, opts, finish, err := cluster.StartTool(ctx, "auditload", stderr)
+	if o.namespaces <= 0 || o.runs <= 0 || o.workers <= 0 {
+		return errors.New("-namespaces, -runs and -workers must be > 0")
+	}
+	// The Pods are this command's, made as a ReplicaSet would make them:
+	// the replicaset and deployment controllers are off, so that they do
+	// not delete Pods beyond a ReplicaSet's replicas (or take over ones
+	// its selector does not match), and no nodes run: audit reads
+	// Pods, it needs none scheduled.
+	c, opts, finish, err := cluster.StartTool(ctx, "auditload", stderr, func(o *cluster.Options) {
+		o.Nodes = 0
+		o.ControllerManagerArgs = []string{"--controllers=*,-replicaset,-deployment"}
+	})
 	if err != nil {
 		return err
 	}
@@ -81,24 +103,41 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	if err := populate(ctx, c, client, o); err != nil {
+	owners, nsNames, err := setUp(ctx, c, client, o.namespaces)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "auditload: %d Pods created in %s\n", o.pods, time.Since(start).Round(time.Millisecond))
 	kubeconfig := filepath.Join(opts.Dir, "kubeconfig")
 	if err := c.WriteKubeconfig(kubeconfig); err != nil {
 		return err
 	}
+	created := 0
+	for _, size := range o.sizes {
+		start := time.Now()
+		if err := populate(ctx, client, owners, nsNames, created, size, o.workers); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "auditload: %d Pods created in %s (%d in all)\n", size-created, time.Since(start).Round(time.Millisecond), size)
+		created = size
+		if err := measure(ctx, opts.Graft, kubeconfig, size, o, stdout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// measure runs graft audit o.runs times over size Pods and prints each
+// run and the medians.
+func measure(ctx context.Context, graft, kubeconfig string, size int, o options, stdout io.Writer) error {
 	var walls []time.Duration
 	var rss []int64
 	for i := range o.runs {
-		wall, maxrss, listed, err := auditOnce(ctx, opts.Graft, kubeconfig, o.chunk)
+		wall, maxrss, listed, err := auditOnce(ctx, graft, kubeconfig, o.chunk)
 		if err != nil {
 			return err
 		}
-		if listed < o.pods {
-			return fmt.Errorf("graft audit reported %d Pods, want at least %d", listed, o.pods)
+		if listed < size {
+			return fmt.Errorf("graft audit reported %d Pods, want at least %d", listed, size)
 		}
 		fmt.Fprintf(stdout, "run %d: %d Pods, wall %s, peak RSS %.1f MiB\n", i+1, listed, wall.Round(time.Millisecond), float64(maxrss)/1024)
 		walls, rss = append(walls, wall), append(rss, maxrss)
@@ -106,48 +145,55 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	slices.Sort(walls)
 	slices.Sort(rss)
 	fmt.Fprintf(stdout, "graft audit over %d Pods, %d runs: median wall %s (min %s, max %s), median peak RSS %.1f MiB (max %.1f MiB)\n",
-		o.pods, o.runs, walls[len(walls)/2].Round(time.Millisecond), walls[0].Round(time.Millisecond), walls[len(walls)-1].Round(time.Millisecond),
+		size, o.runs, walls[len(walls)/2].Round(time.Millisecond), walls[0].Round(time.Millisecond), walls[len(walls)-1].Round(time.Millisecond),
 		float64(rss[len(rss)/2])/1024, float64(rss[len(rss)-1])/1024)
 	return nil
 }
 
-// populate creates the namespaces, a Deployment and its ReplicaSet in
-// each, and the Pods, o.workers at a time.
-func populate(ctx context.Context, c *cluster.Cluster, client kubernetes.Interface, o options) error {
-	owners := make([]metav1.OwnerReference, o.namespaces)
-	nsNames := make([]string, o.namespaces)
-	for i := range o.namespaces {
+// setUp creates the namespaces, half of them opted in, and a Deployment
+// and its ReplicaSet in each, whose controller reference it returns.
+func setUp(ctx context.Context, c *cluster.Cluster, client kubernetes.Interface, namespaces int) ([]metav1.OwnerReference, []string, error) {
+	owners := make([]metav1.OwnerReference, namespaces)
+	nsNames := make([]string, namespaces)
+	for i := range namespaces {
 		nsNames[i] = fmt.Sprintf("load-%02d", i)
 		var labels map[string]string
 		if i%2 == 0 {
 			labels = map[string]string{names.Inject: "enabled"}
 		}
 		if err := c.CreateNamespace(ctx, nsNames[i], labels); err != nil {
-			return err
+			return nil, nil, err
 		}
 		if labels != nil {
 			if err := c.WaitInjecting(ctx, nsNames[i]); err != nil {
-				return err
+				return nil, nil, err
 			}
 		}
 		ref, err := deployment(ctx, client, nsNames[i])
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		owners[i] = ref
 	}
+	return owners, nsNames, nil
+}
+
+// populate creates Pods from to to (exclusive), workers at a time, each
+// in the namespace its number picks and owned by its ReplicaSet.
+func populate(ctx context.Context, client kubernetes.Interface, owners []metav1.OwnerReference, nsNames []string, from, to, workers int) error {
 	var next atomic.Int64
+	next.Store(int64(from))
 	var wg sync.WaitGroup
-	errs := make(chan error, o.workers)
-	for range o.workers {
+	errs := make(chan error, workers)
+	for range workers {
 		wg.Go(func() {
 			for {
 				n := int(next.Add(1)) - 1
-				if n >= o.pods {
+				if n >= to {
 					return
 				}
-				ns := n % o.namespaces
-				p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%05d", n), OwnerReferences: []metav1.OwnerReference{owners[ns]}},
+				ns := n % len(nsNames)
+				p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%06d", n), OwnerReferences: []metav1.OwnerReference{owners[ns]}},
 					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/web:1"}}}}
 				if _, err := client.CoreV1().Pods(nsNames[ns]).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 					errs <- fmt.Errorf("create %s/%s: %w", nsNames[ns], p.Name, err)

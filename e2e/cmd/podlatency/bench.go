@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/graftdev/graft/e2e/internal/cluster"
 	"github.com/graftdev/graft/e2e/internal/histo"
@@ -27,7 +28,10 @@ type bench struct {
 	sidecar string
 	// sidecarJSON is that container as the template renders it.
 	sidecarJSON []byte
-	closers     []func()
+	// replayFor, if set, is the Pod the replay variant answers graft's
+	// patch for (the corpus Pod otherwise).
+	replayFor *corev1.Pod
+	closers   []func()
 }
 
 func newBench(c *cluster.Cluster, dir, conventionalBin string) (*bench, error) {

@@ -57,6 +57,13 @@ type options struct {
 	out             string
 	profileDir      string
 	profileDuration time.Duration
+
+	// The fleet phase, run instead of the others with -fleet.
+	fleet                          bool
+	nodes, deployments, replicas   int
+	fleetRounds, canaryDeployments int
+	fleetTimeout                   time.Duration
+	fleetReady                     bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -73,8 +80,22 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.out, "out", "../bench/results", "where e2e-latest.md and e2e-latest.json go")
 	fs.StringVar(&o.profileDir, "cpuprofile", "", "if set, afterwards take a kube-apiserver CPU profile per variant into this directory")
 	fs.DurationVar(&o.profileDuration, "cpuprofile-duration", 20*time.Second, "how long each CPU profile runs (Pods created one at a time meanwhile)")
+	fs.BoolVar(&o.fleet, "fleet", false, "run the fleet phase instead: Deployments scaled by the controllers on simulated nodes, per variant, and the canary on real rollouts; writes fleet-latest.md and .json")
+	fs.IntVar(&o.nodes, "nodes", 100, "fleet: simulated nodes")
+	fs.IntVar(&o.deployments, "deployments", 200, "fleet: Deployments scaled from 0")
+	fs.IntVar(&o.replicas, "replicas", 50, "fleet: replicas each Deployment is scaled to")
+	fs.IntVar(&o.fleetRounds, "fleet-rounds", 1, "fleet: rounds, every variant once in each, the order rotating")
+	fs.IntVar(&o.canaryDeployments, "canary-deployments", 100, "fleet: Deployments rolled out on the canary tag")
+	fs.DurationVar(&o.fleetTimeout, "fleet-timeout", 30*time.Minute, "fleet: how long one variant's Pods may take to be created (and Ready)")
+	fs.BoolVar(&o.fleetReady, "fleet-ready", false, "fleet: wait until every Pod is Ready too (kwok's pace), and report when")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.fleet {
+		if o.nodes <= 0 || o.deployments <= 0 || o.replicas <= 0 || o.fleetRounds <= 0 || o.canaryDeployments <= 0 {
+			return o, errors.New("-nodes, -deployments, -replicas, -fleet-rounds and -canary-deployments must be > 0")
+		}
+		return o, nil
 	}
 	if o.n <= 0 || o.warmup < 0 || o.burst < 0 || o.clients <= 0 || o.policyN <= 0 || o.rounds <= 0 || o.burstRounds <= 0 {
 		return o, errors.New("-n, -clients, -rounds, -burst-rounds and -policy-n must be > 0, -warmup and -burst >= 0")
@@ -87,11 +108,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
+	if o.fleet {
+		return runFleet(ctx, o, stdout, stderr)
+	}
 	conventionalBin := os.Getenv("GRAFT_BENCH_CONVENTIONAL")
 	if conventionalBin == "" {
 		return errors.New("GRAFT_BENCH_CONVENTIONAL is not set: run with `make bench-e2e`")
 	}
-	c, opts, finish, err := cluster.StartTool(ctx, "podlatency", stderr)
+	// Admission is what is measured: no nodes, so no scheduler binds and
+	// no kubelet updates the Pods while they are created.
+	c, opts, finish, err := cluster.StartTool(ctx, "podlatency", stderr, func(o *cluster.Options) { o.Nodes = 0 })
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/graftdev/graft/bench/corpus"
 	"github.com/graftdev/graft/webhook/certgen"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,6 +73,9 @@ func setupMinimal(ctx context.Context, b *bench) (variant, error) {
 func setupReplay(ctx context.Context, b *bench) (variant, error) {
 	v := variant{name: "replay", ns: "lat-replay", injected: injectedBy(b.sidecar), webhook: "replay.bench.graft.dev"}
 	patch, err := graftPatch()
+	if b.replayFor != nil {
+		patch, err = graftPatchFor(corpus.Marshal("", "replay", "CREATE", v.ns, b.replayFor))
+	}
 	if err != nil {
 		return v, err
 	}

@@ -68,7 +68,8 @@ type report struct {
 }
 
 const setupText = "kube-apiserver v1.36.3 with its default admission plugins (ServiceAccount and LimitRanger on; " +
-	"each namespace's default ServiceAccount exists, so every Pod gets a projected token volume), etcd, " +
+	"each namespace's default ServiceAccount, made by kube-controller-manager, exists, so every Pod gets a projected token volume), etcd 3.6, " +
+	"no nodes (nothing schedules or runs the Pods: admission alone is measured), " +
 	"and the webhooks on loopback, unpinned; the small corpus Pod"
 
 func newReport(vs []variant, seqRounds, burst [][]phaseResult, policies []histo.Histogram) *report {
@@ -234,19 +235,36 @@ func join(xs []float64, format string) string {
 }
 
 func (r *report) write(dir string, stdout io.Writer) error {
-	b, err := json.MarshalIndent(r, "", "  ")
+	return writeResults(dir, "e2e-latest", r, r.markdown(), stdout)
+}
+
+// writeResults writes data as <name>.json and md as <name>.md in dir, and
+// md to stdout.
+func writeResults(dir, name string, data any, md string, stdout io.Writer) error {
+	b, err := json.MarshalIndent(data, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "e2e-latest.json"), append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name+".json"), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
-	md := r.markdown()
-	if err := os.WriteFile(filepath.Join(dir, "e2e-latest.md"), []byte(md), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name+".md"), []byte(md), 0o644); err != nil {
 		return err
 	}
 	_, err = io.WriteString(stdout, md)
 	return err
+}
+
+// targetsTable writes ts as a Markdown table.
+func targetsTable(md *strings.Builder, ts []Target) {
+	md.WriteString("| target | wanted | measured | met |\n|---|---|---|---|\n")
+	for _, t := range ts {
+		met := "no"
+		if t.Met {
+			met = "yes"
+		}
+		fmt.Fprintf(md, "| %s | %s | %s | %s |\n", t.Figure, t.Target, t.Measured, met)
+	}
 }
 
 func (r *report) markdown() string {
@@ -285,14 +303,7 @@ func (r *report) markdown() string {
 		"and %.3f ms per create in a namespace it does not select (apiserver_admission_controller_admission_duration_seconds, "+
 		"each variant's Pods created apart). graft's patch: %.0f bytes on average.\n\n",
 		r.Guarantee.GraftUS/1000, r.Guarantee.OtherUS/1000, r.GraftPatchBytes)
-	md.WriteString("| target | wanted | measured | met |\n|---|---|---|---|\n")
-	for _, t := range r.Targets {
-		met := "no"
-		if t.Met {
-			met = "yes"
-		}
-		fmt.Fprintf(&md, "| %s | %s | %s | %s |\n", t.Figure, t.Target, t.Measured, met)
-	}
+	targetsTable(&md, r.Targets)
 	return md.String()
 }
 

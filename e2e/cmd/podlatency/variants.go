@@ -333,7 +333,11 @@ func waitInjecting(ctx context.Context, client kubernetes.Interface, v variant, 
 
 // graftPatch is the JSONPatch graft's engine answers for the corpus Pod
 // with the default configuration and built-in templates.
-func graftPatch() ([]byte, error) {
+func graftPatch() ([]byte, error) { return graftPatchFor(corpus.Review(corpus.Small)) }
+
+// graftPatchFor is the JSONPatch graft's engine answers for review with
+// the default configuration and built-in templates.
+func graftPatchFor(review []byte) ([]byte, error) {
 	set, err := templates.Builtin()
 	if err != nil {
 		return nil, err
@@ -342,7 +346,7 @@ func graftPatch() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, _, err := e.Admit(nil, corpus.Review(corpus.Small), inject.Options{})
+	out, _, err := e.Admit(nil, review, inject.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -9,10 +9,13 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/graftdev/graft/internal/proc"
@@ -25,6 +28,31 @@ type apiServer struct {
 	URL   string // https://127.0.0.1:<port>
 	Token string // bearer token of a system:masters user
 	CA    []byte // PEM CA of its serving certificate
+	// CAFile holds CA; SAKeyFile is the key it signs ServiceAccount
+	// tokens with, which kube-controller-manager's token controller
+	// signs with too.
+	CAFile, SAKeyFile string
+	// tokens are the bearer tokens of the other components' users.
+	tokens map[string]string
+}
+
+// The users the components authenticate as, each with its own token, as
+// kubeadm gives each its own credentials: the bootstrap RBAC policy binds
+// the controller manager's and the scheduler's names to their roles. kwok
+// plays every kubelet and, as kwokctl runs it, is an administrator.
+const (
+	adminUser       = "e2e-admin"
+	controllersUser = "system:kube-controller-manager"
+	schedulerUser   = "system:kube-scheduler"
+	kwokUser        = "kwok"
+)
+
+// userGroups are the groups each user's token puts it in.
+var userGroups = map[string]string{
+	adminUser:       "system:masters",
+	controllersUser: "",
+	schedulerUser:   "",
+	kwokUser:        "system:masters",
 }
 
 // startAPIServer runs kube-apiserver against etcdURL on a free loopback
@@ -46,14 +74,22 @@ func startAPIServer(ctx context.Context, bin, dir, etcdURL string, extraArgs ...
 	if err != nil {
 		return nil, err
 	}
-	token, err := randomHex(16)
-	if err != nil {
-		return nil, err
+	tokens := map[string]string{}
+	var csv strings.Builder
+	for _, user := range slices.Sorted(maps.Keys(userGroups)) {
+		if tokens[user], err = randomHex(16); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&csv, "%s,%s,%s", tokens[user], user, user)
+		if g := userGroups[user]; g != "" {
+			fmt.Fprintf(&csv, ",%q", g)
+		}
+		csv.WriteString("\n")
 	}
 	files := map[string][]byte{
 		"sa.key":     saKey,
 		"sa.pub":     saPub,
-		"tokens.csv": []byte(token + `,e2e-admin,e2e-admin,"system:masters"` + "\n"),
+		"tokens.csv": []byte(csv.String()),
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(pki, name), data, 0o600); err != nil {
@@ -64,7 +100,11 @@ func startAPIServer(ctx context.Context, bin, dir, etcdURL string, extraArgs ...
 	if err != nil {
 		return nil, err
 	}
-	a := &apiServer{URL: "https://" + addrs[0].String(), Token: token, CA: serving.CACert}
+	a := &apiServer{
+		URL: "https://" + addrs[0].String(), Token: tokens[adminUser], CA: serving.CACert,
+		CAFile: filepath.Join(pki, certgen.CAFile), SAKeyFile: filepath.Join(pki, "sa.key"),
+		tokens: tokens,
+	}
 	a.proc, err = proc.Start(proc.Spec{Name: "kube-apiserver", Dir: dir, Bin: bin, Args: append([]string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
@@ -83,8 +123,8 @@ func startAPIServer(ctx context.Context, bin, dir, etcdURL string, extraArgs ...
 		// run them. Among them are ServiceAccount and LimitRanger, which
 		// re-run after the webhooks, and both admission policy kinds (GA
 		// in 1.36). The ServiceAccount plugin needs each namespace's
-		// default ServiceAccount, which serviceAccounts creates in place
-		// of kube-controller-manager. API Priority and Fairness and the
+		// default ServiceAccount, which kube-controller-manager's
+		// serviceaccount controller creates. API Priority and Fairness and the
 		// endpoint reconciler stay on too: every request a user makes
 		// goes through APF's queues, so the load tests measure them.
 		// Profiling stays on (the default), so a load test can take a CPU

@@ -1,6 +1,8 @@
-// Package cluster runs a throwaway control plane on loopback for the
-// end-to-end suite and the demo: etcd, kube-apiserver and the real graft
-// binary, each a child process with its own log file.
+// Package cluster runs a throwaway cluster on loopback for the
+// end-to-end suite, the demo and the load tests: etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler, kwok's simulated nodes and the
+// real graft binary, each a child process with its own log file in the
+// run's directory.
 package cluster
 
 import (
@@ -10,39 +12,67 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/graftdev/graft/internal/proc"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Options say which binaries to run and where to keep their state.
 type Options struct {
-	Etcd          string // path to etcd
-	KubeAPIServer string // path to kube-apiserver
-	Graft         string // path to graft
+	Etcd                  string // path to etcd
+	KubeAPIServer         string // path to kube-apiserver
+	KubeControllerManager string // path to kube-controller-manager
+	KubeScheduler         string // path to kube-scheduler
+	Kwok                  string // path to kwok
+	KwokStages            string // path to kwok's stage files (one YAML stream)
+	Graft                 string // path to graft
 	// Dir holds data dirs, certificates and logs. The caller owns it.
 	Dir string
 	// GraftConfig, if set, is written to a file and passed with --config.
 	GraftConfig []byte
+	// Nodes is how many simulated nodes kwok runs. With none, neither
+	// kube-scheduler nor kwok runs and Pods stay Pending: a load test of
+	// Pod admission alone sets 0, so that nothing but the creates loads
+	// the API server.
+	Nodes int
+	// ControllerManagerArgs and SchedulerArgs are added to those
+	// components' flags (a fleet-sized load raises their client QPS, say).
+	ControllerManagerArgs, SchedulerArgs []string
 }
 
+// DefaultNodes is how many simulated nodes run unless GRAFT_E2E_NODES
+// says otherwise.
+const DefaultNodes = 3
+
 // OptionsFromEnv reads the binaries' paths from GRAFT_E2E_ETCD,
-// GRAFT_E2E_KUBE_APISERVER and GRAFT_E2E_GRAFT, as `make e2e` sets them.
+// GRAFT_E2E_KUBE_APISERVER, GRAFT_E2E_KUBE_CONTROLLER_MANAGER,
+// GRAFT_E2E_KUBE_SCHEDULER, GRAFT_E2E_KWOK, GRAFT_E2E_KWOK_STAGES and
+// GRAFT_E2E_GRAFT, and the number of nodes from GRAFT_E2E_NODES, as
+// `make e2e` sets them.
 func OptionsFromEnv() (Options, error) {
 	o := Options{
-		Etcd:          os.Getenv("GRAFT_E2E_ETCD"),
-		KubeAPIServer: os.Getenv("GRAFT_E2E_KUBE_APISERVER"),
-		Graft:         os.Getenv("GRAFT_E2E_GRAFT"),
+		Etcd:                  os.Getenv("GRAFT_E2E_ETCD"),
+		KubeAPIServer:         os.Getenv("GRAFT_E2E_KUBE_APISERVER"),
+		KubeControllerManager: os.Getenv("GRAFT_E2E_KUBE_CONTROLLER_MANAGER"),
+		KubeScheduler:         os.Getenv("GRAFT_E2E_KUBE_SCHEDULER"),
+		Kwok:                  os.Getenv("GRAFT_E2E_KWOK"),
+		KwokStages:            os.Getenv("GRAFT_E2E_KWOK_STAGES"),
+		Graft:                 os.Getenv("GRAFT_E2E_GRAFT"),
+		Nodes:                 DefaultNodes,
 	}
 	var errs []error
 	for _, b := range []struct{ env, path string }{
 		{"GRAFT_E2E_ETCD", o.Etcd},
 		{"GRAFT_E2E_KUBE_APISERVER", o.KubeAPIServer},
+		{"GRAFT_E2E_KUBE_CONTROLLER_MANAGER", o.KubeControllerManager},
+		{"GRAFT_E2E_KUBE_SCHEDULER", o.KubeScheduler},
+		{"GRAFT_E2E_KWOK", o.Kwok},
+		{"GRAFT_E2E_KWOK_STAGES", o.KwokStages},
 		{"GRAFT_E2E_GRAFT", o.Graft},
 	} {
 		if b.path == "" {
@@ -53,32 +83,40 @@ func OptionsFromEnv() (Options, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", b.env, err))
 		}
 	}
+	if v := os.Getenv("GRAFT_E2E_NODES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("GRAFT_E2E_NODES=%q: want a number of nodes, 0 or more", v))
+		}
+		o.Nodes = n
+	}
 	if err := errors.Join(errs...); err != nil {
-		return o, fmt.Errorf("%w\nrun the suite with `make e2e`, which builds and installs them", err)
+		return o, fmt.Errorf("%w\nrun the suite with `make e2e`, which builds them and sets these", err)
 	}
 	return o, nil
 }
 
-// Cluster is a running etcd + kube-apiserver + graft, with a stand-in for
-// the one controller admission needs (each namespace's default
-// ServiceAccount).
+// Cluster is a running control plane (etcd, kube-apiserver,
+// kube-controller-manager and, with nodes, kube-scheduler and kwok's
+// simulated nodes) and, when started by Start, graft.
 type Cluster struct {
-	opts      Options
-	etcd      *proc.Process
-	apiserver *apiServer
-	graft     *graftServer
-	// accounts stands in for kube-controller-manager's ServiceAccount
-	// controller (the API server's default admission plugins need it).
-	accounts *serviceAccounts
+	opts        Options
+	etcd        *proc.Process
+	apiserver   *apiServer
+	controllers *proc.Process
+	scheduler   *proc.Process
+	kwok        *proc.Process
+	graft       *graftServer
+	warnings    *warningLog
 
 	// Config reaches the API server as a system:masters user.
 	Config *rest.Config
 	Client kubernetes.Interface
 }
 
-// Start brings the three processes up in order and waits for each to be
-// ready. On error the returned Cluster holds whatever started, so the
-// caller can print its logs and must still call Stop.
+// Start brings the control plane and graft up in order and waits for each
+// to be ready. On error the returned Cluster holds whatever started, so
+// the caller can print its logs and must still call Stop.
 func Start(ctx context.Context, o Options) (*Cluster, error) {
 	c, err := StartControlPlane(ctx, o)
 	if err != nil {
@@ -95,14 +133,18 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 }
 
 // StartControlPlane is Start without graft: etcd, kube-apiserver with
-// apiserverArgs added to its flags, and the ServiceAccount stand-in, for a
-// test that runs graft its own way.
+// apiserverArgs added to its flags, kube-controller-manager, and with
+// o.Nodes simulated nodes kube-scheduler and kwok, for a test that runs
+// graft its own way. It returns once every node is Ready.
 func StartControlPlane(ctx context.Context, o Options, apiserverArgs ...string) (*Cluster, error) {
 	c := &Cluster{opts: o}
 	var (
 		etcdURL string
 		err     error
 	)
+	if c.warnings, err = openWarningLog(filepath.Join(o.Dir, warningLogName)); err != nil {
+		return c, err
+	}
 	c.etcd, etcdURL, err = startEtcd(ctx, o.Etcd, o.Dir)
 	if err != nil {
 		return c, err
@@ -116,7 +158,19 @@ func StartControlPlane(ctx context.Context, o Options, apiserverArgs ...string) 
 	if err != nil {
 		return c, fmt.Errorf("clientset: %w", err)
 	}
-	if c.accounts, err = startServiceAccounts(ctx, c.Client); err != nil {
+	if c.controllers, err = startControllerManager(ctx, o.KubeControllerManager, o.Dir, c.apiserver, c.Client, o.ControllerManagerArgs); err != nil {
+		return c, err
+	}
+	if o.Nodes == 0 {
+		return c, nil
+	}
+	if c.scheduler, err = startScheduler(o.KubeScheduler, o.Dir, c.apiserver, o.SchedulerArgs); err != nil {
+		return c, err
+	}
+	if c.kwok, err = startKwok(ctx, o.Kwok, o.KwokStages, o.Dir, c.apiserver); err != nil {
+		return c, err
+	}
+	if err := addNodes(ctx, c.Client, c.kwok, o.Nodes); err != nil {
 		return c, err
 	}
 	return c, nil
@@ -133,8 +187,14 @@ func (c *Cluster) RESTConfig() *rest.Config {
 		Proxy:   func(*http.Request) (*url.URL, error) { return nil, nil },
 		QPS:     -1, // no client-side rate limit: the burst test measures the server
 		Timeout: 60 * time.Second,
+		// The API server's warnings (the suite's Pods draw hundreds) go
+		// to a file in the run's directory, not the test output.
+		WarningHandler: c.warnings,
 	}
 }
+
+// APIServerPID is the API server's process id.
+func (c *Cluster) APIServerPID() int { return c.apiserver.proc.Pid() }
 
 // APIServerURL is the API server's base URL.
 func (c *Cluster) APIServerURL() string { return c.apiserver.URL }
@@ -168,34 +228,58 @@ func (c *Cluster) GraftRunning() bool {
 	return c.graft.proc.Running()
 }
 
-// Stop ends every process, graft first, and reports any failure to stop.
+// Stop ends every process, graft first and etcd last, and reports any
+// failure to stop.
 func (c *Cluster) Stop() error {
 	var errs []error
 	if c.graft != nil {
 		errs = append(errs, c.graft.stop())
 	}
-	if c.accounts != nil {
-		c.accounts.shutdown()
-	}
-	if c.apiserver != nil && c.apiserver.proc != nil {
-		errs = append(errs, c.apiserver.proc.Stop(15*time.Second))
+	for _, p := range []*proc.Process{c.kwok, c.scheduler, c.controllers, c.apiProc()} {
+		if p != nil {
+			errs = append(errs, p.Stop(15*time.Second))
+		}
 	}
 	if c.etcd != nil {
 		errs = append(errs, c.etcd.Stop(10*time.Second))
 	}
+	if c.warnings != nil {
+		errs = append(errs, c.warnings.Close())
+	}
 	return errors.Join(errs...)
+}
+
+// processes are the running processes, in start order.
+func (c *Cluster) processes() []*proc.Process {
+	var out []*proc.Process
+	for _, p := range []*proc.Process{c.etcd, c.apiProc(), c.controllers, c.scheduler, c.kwok, c.graftProc()} {
+		if p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Logs returns the last max bytes of each process's log, headed by name.
 func (c *Cluster) Logs(max int64) string {
 	var b strings.Builder
-	for _, p := range []*proc.Process{c.etcd, c.apiProc(), c.graftProc()} {
-		if p == nil {
-			continue
-		}
+	for _, p := range c.processes() {
 		fmt.Fprintf(&b, "\n===== %s log (%s) =====\n%s\n", p.Name(), p.LogPath(), p.Tail(max))
 	}
 	return b.String()
+}
+
+// LogFiles lists each process's log file, and the file the API server's
+// warnings to this harness's clients go to.
+func (c *Cluster) LogFiles() []string {
+	var out []string
+	for _, p := range c.processes() {
+		out = append(out, p.LogPath())
+	}
+	if c.warnings != nil {
+		out = append(out, c.warnings.path)
+	}
+	return out
 }
 
 func (c *Cluster) apiProc() *proc.Process {
@@ -230,14 +314,5 @@ func TempRoot() string {
 // WriteKubeconfig writes a kubeconfig reaching the API server as
 // RESTConfig does, for the graft commands that read a cluster.
 func (c *Cluster) WriteKubeconfig(path string) error {
-	rc := c.RESTConfig()
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["graft-e2e"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData}
-	cfg.AuthInfos["graft-e2e"] = &clientcmdapi.AuthInfo{Token: rc.BearerToken}
-	cfg.Contexts["graft-e2e"] = &clientcmdapi.Context{Cluster: "graft-e2e", AuthInfo: "graft-e2e"}
-	cfg.CurrentContext = "graft-e2e"
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
-	}
-	return nil
+	return c.apiserver.writeKubeconfig(path, adminUser)
 }

@@ -30,6 +30,9 @@ func startEtcd(ctx context.Context, bin, dir string) (*proc.Process, string, err
 		"--initial-cluster-state=new",
 		"--logger=zap",
 		"--log-level=warn",
+		// Room for a fleet: 100,000 Pods and their history (the default
+		// quota, 2 GiB, is the size etcd refuses writes beyond).
+		"--quota-backend-bytes=8589934592",
 	}})
 	if err != nil {
 		return nil, "", err

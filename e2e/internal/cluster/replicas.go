@@ -125,6 +125,13 @@ func (r *Replica) Close() error {
 // Log returns the end of the replica's log.
 func (r *Replica) Log(max int64) string { return r.proc.Tail(max) }
 
+// Pid is the replica's process id (ip netns exec execs graft, so it is
+// graft's).
+func (r *Replica) Pid() int { return r.proc.Pid() }
+
+// LogPath is the replica's log file.
+func (r *Replica) LogPath() string { return r.proc.LogPath() }
+
 // Endpoints plays the endpoints controller for a selector-less Service:
 // one EndpointSlice (label kubernetes.io/service-name, port named as the
 // Service's) whose endpoints the caller adds, marks and removes as the

@@ -37,9 +37,29 @@ type Shipped struct {
 // LoadShipped reads deploy/base under repoRoot, falling back to the
 // stand-in for anything it lacks.
 func LoadShipped(repoRoot string) (*Shipped, error) {
+	s, err := ReadManifests(filepath.Join(repoRoot, "deploy", "base"))
+	if err != nil {
+		return nil, err
+	}
+	if s.Webhook == nil || s.Policy == nil || s.Binding == nil {
+		if err := s.add(standinYAML, "e2e stand-in"); err != nil {
+			return nil, err
+		}
+	}
+	if s.Namespace == "" {
+		s.Namespace = "graft-system"
+	}
+	if s.Webhook == nil || s.Policy == nil || s.Binding == nil {
+		return nil, errors.New("no MutatingWebhookConfiguration, ValidatingAdmissionPolicy or binding found")
+	}
+	return s, nil
+}
+
+// ReadManifests reads what it knows (see Shipped) from the YAML files of
+// dir, such as one of deploy/examples, without filling in what is missing.
+func ReadManifests(dir string) (*Shipped, error) {
 	s := &Shipped{}
-	base := filepath.Join(repoRoot, "deploy", "base")
-	files, err := filepath.Glob(filepath.Join(base, "*.y*ml"))
+	files, err := filepath.Glob(filepath.Join(dir, "*.y*ml"))
 	if err != nil {
 		return nil, err
 	}
@@ -57,17 +77,6 @@ func LoadShipped(repoRoot string) (*Shipped, error) {
 		if err := s.add(data, f); err != nil {
 			return nil, err
 		}
-	}
-	if s.Webhook == nil || s.Policy == nil || s.Binding == nil {
-		if err := s.add(standinYAML, "e2e stand-in"); err != nil {
-			return nil, err
-		}
-	}
-	if s.Namespace == "" {
-		s.Namespace = "graft-system"
-	}
-	if s.Webhook == nil || s.Policy == nil || s.Binding == nil {
-		return nil, errors.New("no MutatingWebhookConfiguration, ValidatingAdmissionPolicy or binding found")
 	}
 	return s, nil
 }

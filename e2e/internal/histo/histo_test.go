@@ -93,3 +93,22 @@ func TestFromFamilySumsSelectedSeries(t *testing.T) {
 		t.Fatalf("String = %q", got)
 	}
 }
+
+func TestBinomialTails(t *testing.T) {
+	for _, tt := range []struct {
+		n      int
+		p      float64
+		lo, hi int
+		want   float64
+	}{
+		// Each tail by hand: P(X=0)+P(X=2) for Binomial(2, 0.5).
+		{2, 0.5, 1, 1, 0.5},
+		{2, 0.5, 0, 2, 0},
+		// The canary's bounds in TestCanaryTag: 2.66e-5 + 1.31e-5.
+		{100, 0.1, 1, 24, 3.97e-5},
+	} {
+		if got := BinomialTails(tt.n, tt.p, tt.lo, tt.hi); math.Abs(got-tt.want) > 1e-7 {
+			t.Errorf("BinomialTails(%d, %g, %d, %d) = %.4g, want %.4g", tt.n, tt.p, tt.lo, tt.hi, got, tt.want)
+		}
+	}
+}

@@ -22,23 +22,47 @@ Names. With neither override, objects are named after the release, or
 {{/*
 Labels. The chart gives each object the labels deploy/ gives it, plus
 Helm's own four (graft.helmLabels), which the comparison with kustomize
-leaves out.
+leaves out of metadata.labels.
 */}}
 {{- define "graft.helmLabels" -}}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{ include "graft.helmOwnLabels" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
 {{- end -}}
 
+{{/* Helm's labels but the release's name, which selectors carry. */}}
+{{- define "graft.helmOwnLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/version: {{ include "graft.version" . | quote }}
+{{- end -}}
+
+{{/*
+What graft's selectors (Deployment, Service, PodDisruptionBudget,
+ServiceMonitor, topology spread) match: the name and the release, so two
+releases in one namespace never select each other's Pods. deploy/base
+carries the same two labels, with instance "graft", so that a release
+named graft adopts a kustomize install without recreating the
+Deployment (docs/upgrading.md).
+*/}}
 {{- define "graft.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "graft.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/*
+What the audit exporter's selectors match: a name of its own, so that
+graft's selectors (name and instance) never take its Pods.
+*/}}
+{{- define "graft.auditSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "graft.name" . }}-audit
+app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{/* Objects of graft's own: its name, part of graft. */}}
 {{- define "graft.labels" -}}
 {{ include "graft.selectorLabels" . }}
-{{ include "graft.partOfLabels" . }}
+app.kubernetes.io/part-of: {{ .Chart.Name }}
+{{ include "graft.helmOwnLabels" . }}
 {{- end -}}
 
 {{/* Objects that belong to graft without being it (quota, ConfigMaps). */}}
@@ -47,8 +71,25 @@ app.kubernetes.io/part-of: {{ .Chart.Name }}
 {{ include "graft.helmLabels" . }}
 {{- end -}}
 
+{{/*
+The image: repository:tag, and @digest when image.digest pins it.
+*/}}
 {{- define "graft.image" -}}
-{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- $ref := printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- with .Values.image.digest -}}
+{{- $ref = printf "%s@%s" $ref . -}}
+{{- end -}}
+{{- $ref -}}
+{{- end -}}
+
+{{/*
+The app.kubernetes.io/version label: the tag alone, never a digest (a tag
+given as tag@sha256:... loses its digest), cut to what a label value may
+hold (63 characters, starting and ending with a letter or digit).
+*/}}
+{{- define "graft.version" -}}
+{{- $tag := .Values.image.tag | default .Chart.AppVersion -}}
+{{- splitList "@" $tag | first | trunc 63 | trimAll "-_." -}}
 {{- end -}}
 
 {{/*
@@ -253,4 +294,45 @@ template: its facts must then come from policy.templateFacts too.
 {{- $_ := set $facts $name $f -}}
 {{- end -}}
 {{- toJson $facts -}}
+{{- end -}}
+
+{{/*
+graft.seconds: a Go duration string ("500ms", "1m30s") in seconds; ""
+and "0" are 0. The values schema has already checked its form.
+*/}}
+{{- define "graft.seconds" -}}
+{{- $units := dict "ns" 1e-9 "us" 1e-6 "µs" 1e-6 "μs" 1e-6 "ms" 1e-3 "s" 1.0 "m" 60.0 "h" 3600.0 -}}
+{{- $total := 0.0 -}}
+{{- range regexFindAll "[0-9]*[.]?[0-9]+(ns|us|µs|μs|ms|s|m|h)" (toString .) -1 -}}
+{{- $num := regexFind "^[0-9]*[.]?[0-9]+" . -}}
+{{- $total = addf $total (mulf (float64 $num) (get $units (trimPrefix $num .))) -}}
+{{- end -}}
+{{- $total -}}
+{{- end -}}
+
+{{/*
+graft.latencyThreshold: where GraftLatencyNearBudget fires, in seconds:
+monitoring.prometheusRule.latencyThresholdSeconds when set, else 80% of
+the budget graft answers within, as webhook/deadline.go computes it: the
+smaller of config.server.budget (200ms when unset) and the webhooks'
+timeoutSeconds less config.server.timeoutMargin (100ms when unset; half
+the timeout when that leaves nothing). graft's latency histogram has a
+bound at 80% of its budget (webhook/metrics.go), so unless the timeout is
+what binds, the alert compares with a bound, not an interpolation.
+*/}}
+{{- define "graft.latencyThreshold" -}}
+{{- $set := .Values.monitoring.prometheusRule.latencyThresholdSeconds | default 0 | float64 -}}
+{{- if gt $set 0.0 -}}
+{{- $set -}}
+{{- else -}}
+{{- $server := .Values.config.server | default dict -}}
+{{- $budget := include "graft.seconds" ($server.budget | default "200ms") | float64 -}}
+{{- if eq $budget 0.0 }}{{ $budget = 0.2 }}{{ end -}}
+{{- $margin := include "graft.seconds" ($server.timeoutMargin | default "100ms") | float64 -}}
+{{- if eq $margin 0.0 }}{{ $margin = 0.1 }}{{ end -}}
+{{- $timeout := .Values.webhook.timeoutSeconds | float64 -}}
+{{- $left := subf $timeout $margin -}}
+{{- if le $left 0.0 }}{{ $left = divf $timeout 2 }}{{ end -}}
+{{- round (mulf 0.8 (minf $budget $left)) 6 -}}
+{{- end -}}
 {{- end -}}
