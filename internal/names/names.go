@@ -22,6 +22,10 @@ const (
 	// Revision on a namespace (or a Pod, where its profile allows) selects
 	// a template revision or a tag pointing at one.
 	Revision = Prefix + "rev"
+	// Watchdog on a namespace, set to EnabledValue, opts its Pods in to
+	// graft watchdog: owners of Pods admitted without graft are
+	// restarted.
+	Watchdog = Prefix + "watchdog"
 )
 
 // Values of Inject.
@@ -66,6 +70,10 @@ const (
 	// PodSecurityEnforce is the namespace label whose value is the Pod
 	// Security level Pod Security admission enforces there.
 	PodSecurityEnforce = "pod-security.kubernetes.io/enforce"
+	// RestartedAt is the pod-template annotation `kubectl rollout
+	// restart` sets to the time of the restart; graft rollout and the
+	// watchdog restart owners the same way.
+	RestartedAt = "kubectl.kubernetes.io/restartedAt"
 )
 
 // Kind says what a name is put on and how.
@@ -97,6 +105,8 @@ func All() []Name {
 				"On a Pod: `\"" + OptOutValue + "\"` opts the Pod out."},
 		{Revision, Label, "Namespace, Pod", "users",
 			"A template revision, or a tag pointing at one (`stable`, `canary`); on a Pod only where its profile allows."},
+		{Watchdog, Label, "Namespace", "users",
+			"`" + EnabledValue + "` opts the namespace in to `graft watchdog`: the owners of its Pods admitted without graft are restarted."},
 		{Injected, Label, "Pod", "graft",
 			"Set on every Pod graft injects, to the revision it injected from. The guarantee policies do not pass a Pod on it: they check its sidecars ([the guarantee](../concepts/guarantee.md))."},
 		{Status, Annotation, "Pod", "graft",
