@@ -52,10 +52,11 @@ func runAuditServe(cmd *cobra.Command, f *auditFlags) error {
 	if _, err := offline.NewEngine(f.config, f.templatesDir, "", ""); err != nil {
 		return err
 	}
-	cluster, err := live.Connect(f.cluster.config(""))
+	cluster, err := live.Connect(f.cluster.config(f.namespace))
 	if err != nil {
 		return err
 	}
+	scope := auditScope(cluster, f.allNamespaces)
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	e := &audit.Exporter{Interval: f.interval, Log: cmd.ErrOrStderr(), Now: time.Now,
@@ -64,7 +65,7 @@ func runAuditServe(cmd *cobra.Command, f *auditFlags) error {
 			if err != nil {
 				return nil, err
 			}
-			return cluster.Audit(ctx, audit.New(engine), f.namespace, f.chunkSize, out, start)
+			return cluster.Audit(ctx, audit.New(engine), scope, f.chunkSize, out, start)
 		}}
 	return e.Serve(ctx, f.serve)
 }
