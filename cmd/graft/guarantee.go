@@ -15,8 +15,9 @@ func newGuaranteeCmd() *cobra.Command {
 	var facts, skeleton bool
 	var o registration.Options
 	cmd := &cobra.Command{
-		Use:   "guarantee --config FILE [--templates-dir DIR]",
-		Short: "Write the ValidatingAdmissionPolicies that guarantee what graft injects",
+		Use:     "guarantee --config FILE [--templates-dir DIR]",
+		Short:   "Write the ValidatingAdmissionPolicies that guarantee what graft injects",
+		Example: guaranteeExample,
 		Long: `guarantee writes to stdout, per profile of a configuration file, the
 ValidatingAdmissionPolicy and binding that refuse a Pod leaving admission
 without the sidecars graft injects, or with containers under graft's names
