@@ -227,7 +227,7 @@ func (a *Auditor) Classify(ns Namespace, p Pod) (Verdict, error) {
 		return v.with(NotSelected, "namespace-not-selected", why), nil
 	}
 	v.Profile = sel.Profile
-	ex, err := a.engine.Explain(Review(p), inject.Options{Profile: sel.Profile, Revision: sel.Revision})
+	ex, err := a.engine.Explain(Review(p), inject.Options{Profile: sel.Profile, Revision: sel.Revision, PodSecurity: sel.PodSecurity})
 	if err != nil {
 		return v, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
 	}

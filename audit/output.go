@@ -13,6 +13,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // ReportVersion is the apiVersion of `graft audit -o json`; a change that
@@ -48,7 +50,8 @@ func NewWriter(w io.Writer, format string, workloads bool, start time.Time) (Wri
 
 // jsonPod, jsonWorkload and jsonSummary are the -o json schema's
 // (apiVersion ReportVersion, kind AuditReport, time, pods, workloads and
-// summary; see the README's Fleet audit).
+// summary, and the namespaces whose graft labels select no webhook; see
+// the README's Fleet audit).
 type jsonSummary struct {
 	Pods      int           `json:"pods"`
 	Workloads int           `json:"workloads"`
@@ -149,6 +152,17 @@ func (j *jsonWriter) Close(r *Report) error {
 	if len(ws) > 0 {
 		j.printf("\n  ")
 	}
+	j.printf("],\n  \"namespaces\": [")
+	for i, n := range r.Namespaces {
+		if i > 0 {
+			j.printf(",")
+		}
+		j.printf("\n    ")
+		j.member(n, true)
+	}
+	if len(r.Namespaces) > 0 {
+		j.printf("\n  ")
+	}
 	j.printf("],\n  \"summary\": ")
 	j.member(jsonSummary{Pods: r.Pods(), Workloads: len(ws), Classes: r.Count()}, false)
 	j.printf("\n}\n")
@@ -186,17 +200,31 @@ func (t *tableWriter) Pod(p *PodResult) error {
 	return nil
 }
 
+// Close writes the workloads' lines (with workloads set), then the
+// namespaces whose labels select no webhook.
 func (t *tableWriter) Close(r *Report) error {
 	if !t.workloads {
 		if t.rows == 0 {
 			fmt.Fprintln(t.tw, "NAMESPACE\tPOD\tCLASS\tREVISION\tDETAIL")
 		}
-		return t.tw.Flush()
+	} else {
+		fmt.Fprintln(t.tw, "NAMESPACE\tWORKLOAD\tPODS\tCLASS\tREVISION\tDETAIL")
+		for _, wl := range r.Workloads() {
+			fmt.Fprintf(t.tw, "%s\t%s\t%d\t%s\t%s\t%s\n", wl.Namespace, strings.ToLower(wl.Workload.Kind)+"/"+wl.Workload.Name,
+				wl.Pods, classCounts(wl.Classes), orDash(strings.Join(wl.Revisions, ",")), orDash(wl.Detail))
+		}
 	}
-	fmt.Fprintln(t.tw, "NAMESPACE\tWORKLOAD\tPODS\tCLASS\tREVISION\tDETAIL")
-	for _, wl := range r.Workloads() {
-		fmt.Fprintf(t.tw, "%s\t%s\t%d\t%s\t%s\t%s\n", wl.Namespace, strings.ToLower(wl.Workload.Kind)+"/"+wl.Workload.Name,
-			wl.Pods, classCounts(wl.Classes), orDash(strings.Join(wl.Revisions, ",")), orDash(wl.Detail))
+	if err := t.tw.Flush(); err != nil || len(r.Namespaces) == 0 {
+		return err
+	}
+	fmt.Fprintln(t.tw, "\nNamespaces whose labels select no webhook of graft:")
+	fmt.Fprintln(t.tw, "NAMESPACE\tLABELS\tREASON\tDETAIL")
+	for _, n := range r.Namespaces {
+		labels := names.Inject + "=" + n.Inject
+		if n.Revision != "" {
+			labels += "," + names.Revision + "=" + n.Revision
+		}
+		fmt.Fprintf(t.tw, "%s\t%s\t%s\t%s\n", n.Name, labels, n.Reason, n.Detail)
 	}
 	return t.tw.Flush()
 }
@@ -234,7 +262,8 @@ func orDash(s string) string { return cmpOr(s, "-") }
 // promWriter writes the Prometheus text exposition format, for
 // node_exporter's textfile collector: graft_audit_pods per namespace,
 // class and recorded revision, graft_audit_workloads per namespace and
-// most urgent class, and when and how long the run was. Every series
+// most urgent class, graft_audit_unselected_namespaces per namespace
+// whose labels select no webhook, and when and how long the run was. Every series
 // needs every Pod, so it writes at Close only.
 type promWriter struct{ w io.Writer }
 
@@ -267,7 +296,11 @@ func (p *promWriter) Close(r *Report) error {
 	last.Metric = append(last.Metric, gauge(float64(r.Time.UnixNano())/1e9))
 	dur := family("graft_audit_last_run_duration_seconds", "How long the audit run took.")
 	dur.Metric = append(dur.Metric, gauge(r.Duration.Seconds()))
-	for _, f := range []*dto.MetricFamily{podFam, wlFam, last, dur} {
+	nsFam := family("graft_audit_unselected_namespaces", "Namespaces whose graft labels select no webhook (1 each), by reason.")
+	for _, n := range r.Namespaces {
+		nsFam.Metric = append(nsFam.Metric, gauge(1, "namespace", n.Name, "reason", n.Reason))
+	}
+	for _, f := range []*dto.MetricFamily{podFam, wlFam, last, dur, nsFam} {
 		if len(f.Metric) == 0 {
 			// No Pods (an empty namespace with -n): the text format has
 			// no way to write a family without samples.

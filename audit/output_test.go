@@ -55,12 +55,13 @@ func TestJSONStream(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			out, rep := write(t, "json", false, tt.rs)
 			var got struct {
-				APIVersion string         `json:"apiVersion"`
-				Kind       string         `json:"kind"`
-				Time       string         `json:"time"`
-				Pods       []jsonPod      `json:"pods"`
-				Workloads  []jsonWorkload `json:"workloads"`
-				Summary    jsonSummary    `json:"summary"`
+				APIVersion string            `json:"apiVersion"`
+				Kind       string            `json:"kind"`
+				Time       string            `json:"time"`
+				Pods       []jsonPod         `json:"pods"`
+				Workloads  []jsonWorkload    `json:"workloads"`
+				Namespaces []NamespaceResult `json:"namespaces"`
+				Summary    jsonSummary       `json:"summary"`
 			}
 			dec := json.NewDecoder(strings.NewReader(out))
 			dec.DisallowUnknownFields()
@@ -82,7 +83,7 @@ func TestJSONStream(t *testing.T) {
 				t.Errorf("summary classes %v: want every class", got.Summary.Classes)
 			}
 			if tt.rs == nil {
-				if got.Pods == nil || got.Workloads == nil {
+				if got.Pods == nil || got.Workloads == nil || got.Namespaces == nil {
 					t.Errorf("an empty run must still write empty arrays:\n%s", out)
 				}
 				return

@@ -31,6 +31,9 @@ type Report struct {
 	// Time is when the run started; Duration how long it took.
 	Time     time.Time
 	Duration time.Duration
+	// Namespaces are those whose graft labels select no webhook, by name
+	// (few: set before the Pods are listed).
+	Namespaces []NamespaceResult
 
 	pods      int
 	classes   map[Class]int

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/graftdev/graft/internal/names"
+	"github.com/graftdev/graft/templates"
 )
 
 // NeverSelected are the namespaces the shipped webhook configuration's
@@ -41,6 +42,24 @@ type Selection struct {
 	// Reason and Why say why no webhook is called, when none is:
 	// namespace-excluded or namespace-not-selected.
 	Reason, Why string
+	// PodSecurity is the level the namespace's Pod Security enforce label
+	// names, read as Pod Security admission reads it (an invalid value is
+	// restricted); "" without the label. Engine options carry it, as the
+	// route of a profile split by level does (inject.Options.PodSecurity).
+	PodSecurity templates.Level
+}
+
+// enforcedLevel reads the namespace label pod-security.kubernetes.io/enforce.
+func enforcedLevel(labels map[string]string) templates.Level {
+	v, ok := labels[names.PodSecurityEnforce]
+	if !ok {
+		return ""
+	}
+	l, err := templates.ParseLevel(v)
+	if err != nil {
+		return templates.LevelRestricted
+	}
+	return l
 }
 
 // Select selects for namespace ns with labels; source says where the
@@ -55,9 +74,9 @@ func (s Selector) Select(ns string, labels map[string]string, source string) Sel
 		return Selection{Reason: "namespace-not-selected",
 			Why: fmt.Sprintf("namespace %s has no %s label (%s)", ns, names.Inject, source)}
 	case v == names.EnabledValue:
-		return Selection{Profile: s.DefaultProfile, Revision: labels[names.Revision], Label: v}
+		return Selection{Profile: s.DefaultProfile, Revision: labels[names.Revision], Label: v, PodSecurity: enforcedLevel(labels)}
 	case slices.Contains(s.Profiles, v):
-		return Selection{Profile: v, Revision: labels[names.Revision], Label: v}
+		return Selection{Profile: v, Revision: labels[names.Revision], Label: v, PodSecurity: enforcedLevel(labels)}
 	}
 	return Selection{Label: v, Reason: "namespace-not-selected",
 		Why: fmt.Sprintf("namespace %s has %s=%s (%s), which names no profile", ns, names.Inject, v, source)}

@@ -254,7 +254,7 @@ func TestTemplates(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	own := "name: agent\ndescription: replaced\nfragment: |\n  containers:\n    - {name: mine, image: x}\n"
+	own := "name: agent\ndescription: replaced\nfragment: |\n  containers:\n    - {name: mine, image: x, securityContext: {allowPrivilegeEscalation: false, runAsNonRoot: true, capabilities: {drop: [ALL]}, seccompProfile: {type: RuntimeDefault}}}\n"
 	if err := os.WriteFile(filepath.Join(dir, "agent.yaml"), []byte(own), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ defaultRevision: stable
 
 func TestParseRevisions(t *testing.T) {
 	dir := t.TempDir()
-	own := "name: agent\ndescription: v3's agent\nfragment: |\n  containers:\n    - {name: mine, image: x}\n"
+	own := "name: agent\ndescription: v3's agent\nfragment: |\n  containers:\n    - {name: mine, image: x, securityContext: {allowPrivilegeEscalation: false, runAsNonRoot: true, capabilities: {drop: [ALL]}, seccompProfile: {type: RuntimeDefault}}}\n"
 	if err := os.WriteFile(filepath.Join(dir, "agent.yaml"), []byte(own), 0o600); err != nil {
 		t.Fatal(err)
 	}

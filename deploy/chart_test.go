@@ -17,6 +17,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/graftdev/graft/internal/registration"
+	"github.com/graftdev/graft/templates"
 	"github.com/graftdev/graft/webhook/certgen"
 )
 
@@ -441,5 +443,29 @@ func checkAuditRBAC(t *testing.T, kind, name string, doc []byte) {
 		}
 	default:
 		t.Errorf("%s %s: audit makes only a ClusterRole, its binding, a ServiceAccount and its exporter", kind, name)
+	}
+}
+
+// TestChartGuaranteeFilesAreGenerated: the guarantee's CEL and the built-in
+// templates' facts the chart fills its policies from are what `graft
+// guarantee` writes now; `make chart-files` refreshes them.
+func TestChartGuaranteeFilesAreGenerated(t *testing.T) {
+	set, err := templates.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts, err := registration.FactsJSON(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	skeleton, err := registration.SkeletonYAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string][]byte{"guarantee-facts.json": facts, "guarantee-cel.yaml": skeleton} {
+		got, err := os.ReadFile(filepath.Join(chartDir, "files", file))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s/files/%s is not what graft guarantee writes: run make chart-files", chartDir, file)
+		}
 	}
 }

@@ -1,10 +1,13 @@
 package deploy
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/graftdev/graft/internal/registration"
 )
@@ -44,6 +47,58 @@ func TestChartWebhooksAreGenerated(t *testing.T) {
 			}
 			if d := gocmp.Diff(want.Webhooks, got.Webhooks); d != "" {
 				t.Errorf("the chart's webhooks differ from graft webhooks' (-generated +chart):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestChartGuaranteesAreGenerated: with every variant, the chart's
+// guarantee policies are exactly those `graft guarantee` writes for the
+// configuration and templates the chart renders (the built-in templates'
+// facts from files/guarantee-facts.json, those of templates.extra from
+// policy.templateFacts), for the chart's Service and namespace; their
+// bindings take validationActions from the values.
+func TestChartGuaranteesAreGenerated(t *testing.T) {
+	h := newHelm(t)
+	for _, v := range chartVariants(t, "") {
+		t.Run(v.name, func(t *testing.T) {
+			out := h.render(t, v.args...)
+			vaps := out.find("ValidatingAdmissionPolicy")
+			if len(vaps) == 0 {
+				return // policy.enabled: false
+			}
+			fullname := out.find("MutatingWebhookConfiguration")[0].name
+			dir := t.TempDir()
+			for _, o := range out.find("ConfigMap") {
+				if o.name != fullname+"-templates" {
+					continue
+				}
+				for name, body := range one[corev1.ConfigMap](t, out, "ConfigMap", o.name).Data {
+					if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			rc, err := renderedConfig(t, out, fullname).RevisionsConfig(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := registration.Guarantees(rc, registration.Options{Service: fullname, Namespace: namespace})
+			if err != nil {
+				t.Fatalf("graft guarantee refuses the rendered configuration: %v", err)
+			}
+			if len(vaps) != len(want) {
+				t.Errorf("%d policies, want %d (one per profile)", len(vaps), len(want))
+			}
+			for _, g := range want {
+				got := one[admissionv1.ValidatingAdmissionPolicy](t, out, "ValidatingAdmissionPolicy", g.Policy.Name)
+				if d := gocmp.Diff(g.Policy.Spec, got.Spec); d != "" {
+					t.Errorf("%s differs from graft guarantee's (-generated +chart):\n%s", g.Policy.Name, d)
+				}
+				b := one[admissionv1.ValidatingAdmissionPolicyBinding](t, out, "ValidatingAdmissionPolicyBinding", g.Binding.Name)
+				if b.Spec.PolicyName != g.Policy.Name {
+					t.Errorf("binding %s names policy %s", b.Name, b.Spec.PolicyName)
+				}
 			}
 		})
 	}

@@ -20,16 +20,21 @@ CHART := deploy/helm/graft
 
 .PHONY: chart-files
 
-## chart-files: copy into the Helm chart the files it shares with the rest of deploy/ (templates, alerts, dashboard).
+## chart-files: copy into the Helm chart the files it shares with the rest of deploy/ (templates, alerts, dashboard, the guarantee's CEL and template facts).
 chart-files:
 	rm -f $(CHART)/files/templates/*.yaml
 	cp templates/builtin/*.yaml $(CHART)/files/templates/
 	cp deploy/components/monitoring/prometheusrule.yaml deploy/components/monitoring/graft-dashboard.json $(CHART)/files/
+	$(GO) run ./cmd/graft guarantee --cel-skeleton > $(CHART)/files/guarantee-cel.yaml
+	$(GO) run ./cmd/graft guarantee --facts > $(CHART)/files/guarantee-facts.json
 
-## deploy-webhooks: regenerate the webhook registrations deploy/ ships from their configurations.
+## deploy-webhooks: regenerate the webhook registrations and guarantee policies deploy/ ships from their configurations.
 deploy-webhooks:
 	@for dir in deploy/base deploy/examples/revisions; do \
 		echo "graft webhooks --config $$dir/config.yaml > $$dir/mutatingwebhookconfiguration.yaml"; \
 		$(GO) run ./cmd/graft webhooks --config $$dir/config.yaml > $$dir/mutatingwebhookconfiguration.yaml.tmp && \
 		mv $$dir/mutatingwebhookconfiguration.yaml.tmp $$dir/mutatingwebhookconfiguration.yaml || exit 1; \
+		echo "graft guarantee --config $$dir/config.yaml --templates-dir deploy/base/templates > $$dir/validatingadmissionpolicy.yaml"; \
+		$(GO) run ./cmd/graft guarantee --config $$dir/config.yaml --templates-dir deploy/base/templates > $$dir/validatingadmissionpolicy.yaml.tmp && \
+		mv $$dir/validatingadmissionpolicy.yaml.tmp $$dir/validatingadmissionpolicy.yaml || exit 1; \
 	done

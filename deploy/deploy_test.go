@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/graftdev/graft/internal/registration"
 	"github.com/graftdev/graft/webhook/certgen"
 )
 
@@ -386,60 +387,57 @@ func checkMounts(t *testing.T, out output, ps corev1.PodSpec, c corev1.Container
 	one[corev1.ConfigMap](t, out, "ConfigMap", "graft-templates")
 }
 
+// TestValidatingAdmissionPolicy: one guarantee per profile, bound to deny,
+// failing closed, for Pod creates in the profile's namespaces but the
+// system's and graft's, skipping Pods that opted out; one matchCondition
+// (the check of a passing Pod: one conversion of it) and one validation.
 func TestValidatingAdmissionPolicy(t *testing.T) {
 	out := kustomize(t, "base")
-	vap := one[admissionv1.ValidatingAdmissionPolicy](t, out, "ValidatingAdmissionPolicy", "graft-injection-required")
-	bind := one[admissionv1.ValidatingAdmissionPolicyBinding](t, out, "ValidatingAdmissionPolicyBinding", "graft-injection-required")
-	if bind.Spec.PolicyName != vap.Name {
-		t.Errorf("binding names policy %q, want %q", bind.Spec.PolicyName, vap.Name)
+	cfg := loadConfig(t)
+	vaps := out.find("ValidatingAdmissionPolicy")
+	if len(vaps) != len(cfg.Profiles) {
+		t.Fatalf("%d policies, want one per profile (%d)", len(vaps), len(cfg.Profiles))
 	}
-	if !slices.Equal(bind.Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny}) {
-		t.Errorf("validationActions %v, want [Deny]", bind.Spec.ValidationActions)
-	}
-	if deref(vap.Spec.FailurePolicy) != admissionv1.Fail {
-		t.Errorf("policy failurePolicy %v, want Fail", deref(vap.Spec.FailurePolicy))
-	}
-	mc := vap.Spec.MatchConstraints
-	if mc == nil || len(mc.ResourceRules) != 1 {
-		t.Fatalf("matchConstraints %+v: want one rule", mc)
-	}
-	r := mc.ResourceRules[0]
-	if !slices.Equal(r.Operations, []admissionv1.OperationType{admissionv1.Create}) || !slices.Equal(r.Resources, []string{"pods"}) {
-		t.Errorf("rule %+v, want CREATE of pods", r)
-	}
-	if got := exprValues(mc.NamespaceSelector, "kubernetes.io/metadata.name", metav1.LabelSelectorOpNotIn); !sameSet(got, systemNamespaces) {
-		t.Errorf("excluded namespaces %v, want %v", got, systemNamespaces)
-	}
-	if got := exprValues(mc.ObjectSelector, injectLabel, metav1.LabelSelectorOpNotIn); !slices.Equal(got, []string{"false"}) {
-		t.Errorf("objectSelector NotIn %v, want [false]", got)
-	}
-	// Pods graft injected are passed by label, without a conversion.
-	if !slices.ContainsFunc(mc.ObjectSelector.MatchExpressions, func(e metav1.LabelSelectorRequirement) bool {
-		return e.Key == "graft.dev/injected" && e.Operator == metav1.LabelSelectorOpDoesNotExist
-	}) {
-		t.Errorf("objectSelector %+v does not pass Pods labelled graft.dev/injected", mc.ObjectSelector)
-	}
-	// One set of expressions, so one conversion of the Pod, and no regular
-	// expressions or JSON parsing (what it decides is tested in
-	// policy_test.go).
-	if len(vap.Spec.MatchConditions) != 0 || len(vap.Spec.Validations) != 1 {
-		t.Fatalf("%d matchConditions and %d validations, want the validation alone", len(vap.Spec.MatchConditions), len(vap.Spec.Validations))
-	}
-	for _, e := range policyExpressions(vap) {
-		if strings.Contains(e, ".matches(") || strings.Contains(e, ".find(") || strings.Contains(e, ".findAll(") || strings.Contains(e, ".split(") {
-			t.Errorf("expression %q runs a regular expression or splits a string", e)
+	for profile := range cfg.Profiles {
+		name := registration.PolicyName("graft", profile)
+		vap := one[admissionv1.ValidatingAdmissionPolicy](t, out, "ValidatingAdmissionPolicy", name)
+		bind := one[admissionv1.ValidatingAdmissionPolicyBinding](t, out, "ValidatingAdmissionPolicyBinding", name)
+		if bind.Spec.PolicyName != vap.Name {
+			t.Errorf("binding names policy %q, want %q", bind.Spec.PolicyName, vap.Name)
 		}
-	}
-	injected := vap.Spec.Validations[0]
-	// The messages say how to fix it: get graft running, or opt out.
-	for _, s := range []string{"graft-system get pods", `graft.dev/inject: "false"`} {
-		if !strings.Contains(injected.MessageExpression, s) {
-			t.Errorf("messageExpression does not tell the user %q", s)
+		if !slices.Equal(bind.Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny}) {
+			t.Errorf("validationActions %v, want [Deny]", bind.Spec.ValidationActions)
 		}
-	}
-	for _, v := range vap.Spec.Validations {
-		if v.MessageExpression == "" || v.Reason == nil || *v.Reason != metav1.StatusReasonForbidden {
-			t.Errorf("validation %q: want a messageExpression and reason Forbidden", v.Expression)
+		if deref(vap.Spec.FailurePolicy) != admissionv1.Fail {
+			t.Errorf("policy failurePolicy %v, want Fail", deref(vap.Spec.FailurePolicy))
+		}
+		mc := vap.Spec.MatchConstraints
+		if mc == nil || len(mc.ResourceRules) != 1 {
+			t.Fatalf("matchConstraints %+v: want one rule", mc)
+		}
+		r := mc.ResourceRules[0]
+		if !slices.Equal(r.Operations, []admissionv1.OperationType{admissionv1.Create}) || !slices.Equal(r.Resources, []string{"pods"}) {
+			t.Errorf("rule %+v, want CREATE of pods", r)
+		}
+		if got := exprValues(mc.NamespaceSelector, injectLabel, metav1.LabelSelectorOpIn); !slices.Equal(got, []string{profile}) {
+			t.Errorf("%s: namespaces labelled %v, want [%s]", name, got, profile)
+		}
+		if got := exprValues(mc.NamespaceSelector, "kubernetes.io/metadata.name", metav1.LabelSelectorOpNotIn); !sameSet(got, systemNamespaces) {
+			t.Errorf("excluded namespaces %v, want %v", got, systemNamespaces)
+		}
+		if got := exprValues(mc.ObjectSelector, injectLabel, metav1.LabelSelectorOpNotIn); !slices.Equal(got, []string{"false"}) || len(mc.ObjectSelector.MatchExpressions) != 1 {
+			t.Errorf("objectSelector %+v, want graft.dev/inject NotIn [false] alone: a label passes no Pod", mc.ObjectSelector)
+		}
+		// Each set of expressions costs a conversion of the Pod: the
+		// matchCondition is the whole check of a Pod that passes.
+		if len(vap.Spec.MatchConditions) != 1 || len(vap.Spec.Validations) != 1 || len(vap.Spec.AuditAnnotations) != 0 {
+			t.Fatalf("%d matchConditions, %d validations, %d audit annotations: want one, one, none",
+				len(vap.Spec.MatchConditions), len(vap.Spec.Validations), len(vap.Spec.AuditAnnotations))
+		}
+		for _, v := range vap.Spec.Validations {
+			if v.MessageExpression == "" || v.Reason == nil || *v.Reason != metav1.StatusReasonForbidden {
+				t.Errorf("validation %q: want a messageExpression and reason Forbidden", v.Expression)
+			}
 		}
 	}
 }
@@ -487,19 +485,4 @@ func TestSelfSignedCABundleIsTheCA(t *testing.T) {
 	if s.Type != corev1.SecretTypeTLS || !bytes.Equal(s.Data["tls.crt"], b.TLSCert) || !bytes.Equal(s.Data["tls.key"], b.TLSKey) {
 		t.Errorf("Secret %s: type %s, want kubernetes.io/tls with the generated tls.crt and tls.key", s.Name, s.Type)
 	}
-}
-
-// policyExpressions lists every CEL expression of a policy.
-func policyExpressions(vap admissionv1.ValidatingAdmissionPolicy) []string {
-	var out []string
-	for _, c := range vap.Spec.MatchConditions {
-		out = append(out, c.Expression)
-	}
-	for _, v := range vap.Spec.Variables {
-		out = append(out, v.Expression)
-	}
-	for _, v := range vap.Spec.Validations {
-		out = append(out, v.Expression, v.MessageExpression)
-	}
-	return out
 }

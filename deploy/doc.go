@@ -8,10 +8,11 @@
 // The package has no code of its own. Its tests build every overlay with
 // kustomize and check what a platform team relies on (selectors,
 // exclusions, failure policies, the Pod's security settings); check that
-// the webhooks are what `graft webhooks` generates from config.yaml, and
-// tie the profile lists of config.yaml, the webhooks and the
-// ValidatingAdmissionPolicy to each other and to graft's defaults; check the policy's reading of
-// graft.dev/status against Pods the real engine injected; run the graft
+// the webhooks and the guarantee policies are what `graft webhooks` and
+// `graft guarantee` generate from config.yaml and the templates, and tie
+// the profiles of config.yaml to graft's defaults; run the guarantee
+// policies with kube-apiserver's CEL environment against Pods the real
+// engine injected, stripped and spoofed; run the graft
 // binary exactly as the Deployment describes it; and build that binary with
 // the Dockerfile's own `go build` command. For the chart they run helm (lint,
 // render twice, refuse bad values) and compare what it renders with what

@@ -1,7 +1,10 @@
 package deploy
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -10,24 +13,68 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/graftdev/graft/config"
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/registration"
+	"github.com/graftdev/graft/internal/vapeval"
 	"github.com/graftdev/graft/templates"
 )
 
-// notInjectedMsg starts the shipped policy's message.
+// notInjectedMsg starts the shipped policies' message for a Pod graft
+// never saw.
 const notInjectedMsg = "graft did not inject this Pod"
 
-// shippedPolicy is the shipped ValidatingAdmissionPolicy, compiled. It
-// must be one set of expressions: kube-apiserver converts the Pod once per
-// set it evaluates, and that conversion is what the policy costs.
-func shippedPolicy(t *testing.T) *policyEvaluator {
+// removedMsg is in the message for a Pod a later mutator stripped.
+const removedMsg = "a mutating admission step after graft removed it"
+
+// shippedPolicies are the shipped guarantee policies, compiled, by
+// profile.
+func shippedPolicies(t *testing.T) map[string]*vapeval.Policy {
 	t.Helper()
-	vap := one[admissionv1.ValidatingAdmissionPolicy](t, kustomize(t, "base"), "ValidatingAdmissionPolicy", "graft-injection-required")
-	if len(vap.Spec.MatchConditions) != 0 || len(vap.Spec.AuditAnnotations) != 0 || len(vap.Spec.Validations) != 1 {
-		t.Fatalf("%d matchConditions, %d audit annotations, %d validations: want the validation alone",
-			len(vap.Spec.MatchConditions), len(vap.Spec.AuditAnnotations), len(vap.Spec.Validations))
+	out := map[string]*vapeval.Policy{}
+	built := kustomize(t, "base")
+	for _, o := range built.find("ValidatingAdmissionPolicy") {
+		vap := one[admissionv1.ValidatingAdmissionPolicy](t, built, "ValidatingAdmissionPolicy", o.name)
+		profile, ok := strings.CutPrefix(vap.Name, registration.PolicyName("graft", ""))
+		if !ok {
+			t.Fatalf("policy %s is not named %s", vap.Name, registration.PolicyName("graft", "<profile>"))
+		}
+		p, err := vapeval.Compile(&vap)
+		if err != nil {
+			t.Fatalf("%s: %v", vap.Name, err)
+		}
+		out[profile] = p
 	}
-	return newPolicyEvaluator(t, vap)
+	return out
+}
+
+// verdict runs profile's shipped policy on pod (JSON) in namespace apps,
+// which it must select.
+func verdict(t *testing.T, policies map[string]*vapeval.Policy, profile, pod string) vapeval.Verdict {
+	t.Helper()
+	v := anyVerdict(t, policies, profile, pod)
+	if !v.Selected {
+		t.Fatalf("profile %s's policy does not select its namespace", profile)
+	}
+	return v
+}
+
+// anyVerdict is verdict for a Pod the policy may leave out.
+func anyVerdict(t *testing.T, policies map[string]*vapeval.Policy, profile, pod string) vapeval.Verdict {
+	t.Helper()
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(pod), &obj); err != nil {
+		t.Fatal(err)
+	}
+	p, ok := policies[profile]
+	if !ok {
+		t.Fatalf("no shipped policy for profile %s", profile)
+	}
+	v, err := p.Evaluate(obj, "apps", map[string]string{injectLabel: profile})
+	if err != nil {
+		t.Fatalf("%v\npod: %s", err, pod)
+	}
+	return v
 }
 
 // shippedEngine is the engine with the shipped configuration and templates.
@@ -124,15 +171,41 @@ func withConflictKeep(cfg inject.Config) inject.Config {
 	return cfg
 }
 
-// TestPolicyPassesWhatGraftInjects: for a Pod the real engine injected with
-// each shipped profile, the policy does not apply (the objectSelector
-// passes it by its graft.dev/injected label, without a conversion).
-// Without the label, a Pod carrying graft.dev/status as graft writes it
-// (version 2) or wrote it before (version 1) is admitted. A container a
-// later mutator removed is not the policy's to see: graft restores it when
-// called again.
+// TestPoliciesAreGenerated: each shipped guarantee is exactly what `graft
+// guarantee` writes for the configuration beside it and the shipped
+// templates.
+func TestPoliciesAreGenerated(t *testing.T) {
+	for _, dir := range []string{"base", "examples/revisions"} {
+		f, err := config.Load(filepath.Join(dir, "config.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := f.RevisionsConfig("base/templates")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := registration.GuaranteeYAML(rc, registration.Options{Source: "deploy/" + dir + "/config.yaml"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(dir, "validatingadmissionpolicy.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s/validatingadmissionpolicy.yaml is not what graft guarantee writes for %s/config.yaml: run make deploy-webhooks", dir, dir)
+		}
+	}
+}
+
+// TestPolicyPassesWhatGraftInjects: a Pod the real engine injected with
+// each shipped profile passes on the matchCondition alone (the API server
+// converts it once); without the label, with graft.dev/status as graft
+// writes it or wrote it before (version 1), it passes too. Each container
+// graft added, removed after graft, is refused by name; graft called
+// again puts it back.
 func TestPolicyPassesWhatGraftInjects(t *testing.T) {
-	policy := shippedPolicy(t)
+	policies := shippedPolicies(t)
 	engine, cfg := shippedEngine(t)
 	for name := range cfg.Profiles {
 		t.Run(name, func(t *testing.T) {
@@ -140,21 +213,20 @@ func TestPolicyPassesWhatGraftInjects(t *testing.T) {
 			if res.Decision != inject.DecisionInject {
 				t.Fatalf("decision %v (%v), want inject", res.Decision, res.Reason)
 			}
+			if v := verdict(t, policies, name, string(patched)); v.Matched {
+				t.Fatalf("the matchCondition holds for a Pod graft injected (denied %q)", v.Denied)
+			}
 			var injected corev1.Pod
 			if err := json.Unmarshal(patched, &injected); err != nil {
 				t.Fatal(err)
-			}
-			ns := map[string]string{injectLabel: name}
-			if got := policy.evaluate(t, mustJSON(t, &injected), ns); got.matched {
-				t.Fatalf("the policy applies to a Pod graft injected (labels %v): %+v", injected.Labels, got)
 			}
 			unlabelled := injected.DeepCopy()
 			delete(unlabelled.Labels, "graft.dev/injected")
 			v1 := unlabelled.DeepCopy()
 			statusV1(t, v1)
 			for form, pod := range map[string]*corev1.Pod{"v1": v1, "v2": unlabelled} {
-				if got := policy.evaluate(t, mustJSON(t, pod), ns); got.denied != "" {
-					t.Errorf("%s status, no label: refused: %s", form, got.denied)
+				if v := verdict(t, policies, name, mustJSON(t, pod)); v.Denied != "" {
+					t.Errorf("%s status, no label: refused: %s", form, v.Denied)
 				}
 			}
 			var added []string
@@ -170,23 +242,36 @@ func TestPolicyPassesWhatGraftInjects(t *testing.T) {
 				p := injected.DeepCopy()
 				p.Spec.InitContainers = slices.DeleteFunc(p.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == gone })
 				p.Spec.Containers = slices.DeleteFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == gone })
-				restored, _ := admitPod(t, engine, name, mustJSON(t, p))
-				var r corev1.Pod
-				if err := json.Unmarshal(restored, &r); err != nil {
-					t.Fatal(err)
+				if v := verdict(t, policies, name, mustJSON(t, p)); !strings.Contains(v.Denied, gone) || !strings.Contains(v.Denied, removedMsg) {
+					t.Errorf("%s removed after graft: denied %q, want it named as removed", gone, v.Denied)
 				}
-				if !slices.ContainsFunc(append(r.Spec.InitContainers, r.Spec.Containers...), func(c corev1.Container) bool { return c.Name == gone }) {
-					t.Errorf("graft called again does not restore %s", gone)
+				restored, _ := admitPod(t, engine, name, mustJSON(t, p))
+				if v := verdict(t, policies, name, string(restored)); v.Matched {
+					t.Errorf("graft called again does not restore %s: %q", gone, v.Denied)
 				}
 			}
 		})
 	}
 }
 
-// TestPolicyVerdicts pins the policy's answer for the Pods it must tell
-// apart.
+// TestPolicyVerdicts pins the shipped policy's answers for the Pods it
+// must tell apart, in a namespace of the default profile (its mesh-proxy
+// adds the native sidecar graft-proxy).
 func TestPolicyVerdicts(t *testing.T) {
-	policy := shippedPolicy(t)
+	policies := shippedPolicies(t)
+	engine, _ := shippedEngine(t)
+	injected, _ := admitPod(t, engine, "enabled", appPod)
+	var real corev1.Pod
+	if err := json.Unmarshal(injected, &real); err != nil {
+		t.Fatal(err)
+	}
+	status := real.Annotations["graft.dev/status"]
+	var proxy corev1.Container
+	for _, c := range real.Spec.InitContainers {
+		if c.Name == "graft-proxy" {
+			proxy = c
+		}
+	}
 	pod := func(labels, annotations map[string]string, spec string) string {
 		meta := map[string]any{"name": "p", "namespace": "apps"}
 		if labels != nil {
@@ -197,60 +282,80 @@ func TestPolicyVerdicts(t *testing.T) {
 		}
 		return `{"apiVersion":"v1","kind":"Pod","metadata":` + mustJSON(t, meta) + `,"spec":` + spec + `}`
 	}
+	withProxy := func(edit func(*corev1.Container)) string {
+		c := proxy
+		edit(&c)
+		return `{"initContainers":[` + mustJSON(t, c) + `],"containers":[{"name":"app"}]}`
+	}
 	const app = `{"containers":[{"name":"app"}]}`
-	status := func(s string) map[string]string { return map[string]string{"graft.dev/status": s} }
+	recorded := func(s string) map[string]string { return map[string]string{"graft.dev/status": s} }
+	injectedLabel := map[string]string{"graft.dev/injected": "default"}
 	cases := []struct {
 		name string
 		pod  string
-		want string // "" admitted, "skip" not evaluated, else the message's start
+		want string // "" admitted, "pass" admitted on the matchCondition, "skip" not selected, else in the message
 	}{
 		{"no status", pod(nil, nil, app), notInjectedMsg},
 		{"foreign labels and annotations only", pod(map[string]string{"app": "web"}, map[string]string{"a": "b"}, app), notInjectedMsg},
-		{"labelled injected", pod(map[string]string{"graft.dev/injected": "default"}, nil, app), "skip"},
-		{"labelled injected, any revision", pod(map[string]string{"graft.dev/injected": "2026-12"}, nil, app), "skip"},
+		{"labelled injected, no record", pod(injectedLabel, nil, app), notInjectedMsg},
 		{"opted out", pod(map[string]string{"graft.dev/inject": "false"}, nil, app), "skip"},
 		{"opt-out label with another value", pod(map[string]string{"graft.dev/inject": "true"}, nil, app), notInjectedMsg},
-		{"v1 status", pod(nil, status(`{"templates":["mesh-proxy"],"initContainers":["graft-proxy"]}`), app), ""},
-		{"v2 status", pod(nil, status(`{"version":2,"injected":["graft-proxy"],"templates":[{"name":"mesh-proxy","revision":"default","digest":"9f86d081884c7d65","initContainers":["graft-proxy"]}]}`), app), ""},
-		{"v2 status, nothing injected (onConflict: keep)", pod(nil, status(`{"version":2}`), app), ""},
-		{"hostNetwork, profile skips it", pod(nil, nil, `{"hostNetwork":true,"containers":[{"name":"app"}]}`), ""},
+		{"graft's record and sidecar", pod(injectedLabel, recorded(status), withProxy(func(*corev1.Container) {})), "pass"},
+		{"graft's record, sidecar removed", pod(injectedLabel, recorded(status), app), "graft injected init container graft-proxy into this Pod"},
+		{"v1 record, sidecar removed", pod(nil, recorded(`{"templates":["mesh-proxy"],"initContainers":["graft-proxy"]}`), app), removedMsg},
+		{"copied record, own image", pod(injectedLabel, recorded(status), withProxy(func(c *corev1.Container) { c.Image = "evil.example/proxy:1" })),
+			"init container graft-proxy is not graft's: its image evil.example/proxy:1 is not one profile enabled injects (docker.io/envoyproxy/envoy:"},
+		{"copied record, NET_ADMIN", pod(injectedLabel, recorded(status), withProxy(func(c *corev1.Container) {
+			c.Image = "busybox:1"
+			c.SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}
+		})), "is not graft's"},
+		{"copied record, not native", pod(injectedLabel, recorded(status), withProxy(func(c *corev1.Container) { c.RestartPolicy = nil })),
+			"graft injects it as native"},
+		{"a sidecar's name, not recorded", pod(nil, recorded(`{"version":2}`), withProxy(func(*corev1.Container) {})),
+			"named like a sidecar template mesh-proxy injects, but graft.dev/status does not record it"},
+		{"nothing injected, nothing of graft's (onConflict: keep)", pod(nil, recorded(`{"version":2}`), app), "pass"},
+		{"hostNetwork, profile skips it", pod(nil, nil, `{"hostNetwork":true,"containers":[{"name":"app"}]}`), "pass"},
 		{"hostNetwork false", pod(nil, nil, `{"hostNetwork":false,"containers":[{"name":"app"}]}`), notInjectedMsg},
-		{"mirror Pod", pod(nil, map[string]string{"kubernetes.io/config.mirror": "x"}, app), ""},
-		{"selects no templates", pod(nil, map[string]string{"graft.dev/templates": " , "}, app), ""},
+		{"mirror Pod", pod(nil, map[string]string{"kubernetes.io/config.mirror": "x"}, app), "pass"},
+		{"selects no templates", pod(nil, map[string]string{"graft.dev/templates": " , "}, app), "pass"},
 		{"selects a template", pod(nil, map[string]string{"graft.dev/templates": "mesh-proxy"}, app), notInjectedMsg},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := policy.evaluate(t, c.pod, map[string]string{injectLabel: "enabled"})
+			got := anyVerdict(t, policies, "enabled", c.pod)
 			switch {
+			case c.want != "skip" && !got.Selected:
+				t.Fatalf("the policy does not select the Pod")
 			case c.want == "skip":
-				if got.matched {
+				if got.Selected {
 					t.Fatalf("%+v, want the policy not to apply", got)
 				}
-			case !got.matched:
-				t.Fatalf("the policy does not apply, want it evaluated")
-			case c.want == "" && got.denied != "":
-				t.Fatalf("refused: %s", got.denied)
-			case !strings.HasPrefix(got.denied, c.want):
-				t.Fatalf("%+v, want a refusal starting %q", got, c.want)
+			case c.want == "pass":
+				if got.Matched {
+					t.Fatalf("%+v, want the matchCondition to pass it", got)
+				}
+			case c.want == "" && got.Denied != "":
+				t.Fatalf("refused: %s", got.Denied)
+			case !strings.Contains(got.Denied, c.want):
+				t.Fatalf("%+v, want a refusal saying %q", got, c.want)
 			}
 		})
 	}
-	got := policy.evaluate(t, pod(nil, nil, app), map[string]string{injectLabel: "mesh-proxy"})
-	for _, s := range []string{"namespace apps", "label graft.dev/inject=mesh-proxy"} {
-		if !strings.Contains(got.denied, s) {
-			t.Errorf("message %q does not say %q", got.denied, s)
+	got := verdict(t, policies, "mesh-proxy", pod(nil, nil, app))
+	for _, s := range []string{"namespace apps", "label graft.dev/inject=mesh-proxy", "graft-system get pods", `graft.dev/inject: "false"`} {
+		if !strings.Contains(got.Denied, s) {
+			t.Errorf("message %q does not say %q", got.Denied, s)
 		}
 	}
 }
 
 // TestPolicyAgreesWithEngineSkips: every Pod the real engine admits, the
-// policy admits: those graft injects carry the label and are not even
-// evaluated; those it leaves alone without the label (an empty template
-// selection, a mirror Pod, a hostNetwork Pod, a Pod whose every template
-// conflicts under onConflict: keep) pass the validation.
+// policy admits: those graft injects on the matchCondition alone; those it
+// leaves alone without a record (an empty template selection, a mirror
+// Pod, a hostNetwork Pod) and those whose every template conflicts under
+// onConflict: keep pass too.
 func TestPolicyAgreesWithEngineSkips(t *testing.T) {
-	policy := shippedPolicy(t)
+	policies := shippedPolicies(t)
 	engine, cfg := shippedEngine(t)
 	set, err := templates.LoadDir("base/templates")
 	if err != nil {
@@ -276,10 +381,9 @@ func TestPolicyAgreesWithEngineSkips(t *testing.T) {
 		{"mirror", podWith(map[string]string{"kubernetes.io/config.mirror": "x"}, app), engine},
 		{"hostNetwork", podWith(nil, `{"hostNetwork":true,"containers":[{"name":"app","image":"app:1"}]}`), engine},
 		// The default profile's mesh-proxy adds init container graft-proxy.
-		{"every template conflicts, kept", podWith(nil, `{"initContainers":[{"name":"graft-proxy","image":"mine:1"}],"containers":[{"name":"app","image":"app:1"}]}`), keeper},
 		{"every template conflicts, denied", podWith(nil, `{"initContainers":[{"name":"graft-proxy","image":"mine:1"}],"containers":[{"name":"app","image":"app:1"}]}`), engine},
 	}
-	for _, value := range []string{"", " ", ",", " , ,", "\t,\n", "mesh-proxy", " mesh-proxy ,", "mesh-proxy,mesh-proxy", ", secrets-agent"} {
+	for _, value := range []string{"", " ", ",", " , ,", "\t,\n", "mesh-proxy", " mesh-proxy ,", "mesh-proxy,mesh-proxy", ", secrets-agent", "otel-agent,log-shipper"} {
 		cases = append(cases, pod{"graft.dev/templates=" + value, podWith(map[string]string{"graft.dev/templates": value}, app), engine})
 	}
 	for _, c := range cases {
@@ -288,19 +392,39 @@ func TestPolicyAgreesWithEngineSkips(t *testing.T) {
 			if res.Decision == inject.DecisionDeny {
 				return // graft refuses it itself: the policy never sees it
 			}
-			var p corev1.Pod
-			if err := json.Unmarshal(patched, &p); err != nil {
-				t.Fatal(err)
+			got := verdict(t, policies, "enabled", string(patched))
+			if got.Denied != "" {
+				t.Errorf("graft admits the Pod (%v/%v), yet the policy refuses it: %s", res.Decision, res.Reason, got.Denied)
 			}
-			got := policy.evaluate(t, string(patched), map[string]string{injectLabel: "enabled"})
-			if got.denied != "" {
-				t.Errorf("graft admits the Pod (%v/%v), yet the policy refuses it: %s", res.Decision, res.Reason, got.denied)
-			}
-			// A Pod graft added a container to carries the label, and
-			// costs the policy nothing.
-			if len(p.Spec.InitContainers)+len(p.Spec.Containers) > strings.Count(c.pod, `"image"`) && got.matched {
-				t.Errorf("graft injected the Pod, yet the policy applies (labels %v)", p.Labels)
+			if res.Decision == inject.DecisionInject && got.Matched {
+				t.Errorf("graft injected the Pod, yet the matchCondition holds")
 			}
 		})
+	}
+	// onConflict: keep: the shipped profiles deny, so this is the policy a
+	// keeping configuration gets.
+	f := loadFileConfig(t)
+	f.Config = withConflictKeep(f.Config)
+	rc, err := f.RevisionsConfig("base/templates")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := registration.Guarantees(rc, registration.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keeping := map[string]*vapeval.Policy{}
+	for _, g := range gs {
+		if keeping[g.Profile], err = vapeval.Compile(g.Policy); err != nil {
+			t.Fatal(err)
+		}
+	}
+	own := podWith(nil, `{"initContainers":[{"name":"graft-proxy","image":"mine:1"}],"containers":[{"name":"app","image":"app:1"}]}`)
+	patched, res := admitPod(t, keeper, "", own)
+	if res.Decision == inject.DecisionDeny {
+		t.Fatalf("onConflict: keep denied: %v", res.Reason)
+	}
+	if got := verdict(t, keeping, "enabled", string(patched)); got.Denied != "" {
+		t.Errorf("onConflict: keep kept the Pod's own graft-proxy, yet the policy refuses it: %s", got.Denied)
 	}
 }

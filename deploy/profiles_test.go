@@ -2,18 +2,15 @@ package deploy
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/graftdev/graft/config"
 	"github.com/graftdev/graft/inject"
@@ -90,8 +87,7 @@ func TestConfigMatchesDefault(t *testing.T) {
 	}
 	if !reflect.DeepEqual(cfg.Profiles, def.Profiles) {
 		t.Errorf("base/config.yaml profiles differ from inject.DefaultConfig:\n got %+v\nwant %+v\n"+
-			"Update base/config.yaml, then one webhook per profile in mutatingwebhookconfiguration.yaml "+
-			"and the list in validatingadmissionpolicy.yaml.", cfg.Profiles, def.Profiles)
+			"Update base/config.yaml, then run make deploy-webhooks.", cfg.Profiles, def.Profiles)
 	}
 }
 
@@ -118,8 +114,9 @@ func TestWebhooksAreGenerated(t *testing.T) {
 }
 
 // TestOneWebhookPerProfileAndRevision: config.yaml, the webhooks and the
-// policy name the same profiles; each profile has a webhook for
-// namespaces without graft.dev/rev and one per revision and tag.
+// policies name the same profiles; each profile has a webhook for
+// namespaces without graft.dev/rev and one per revision and tag, and a
+// guarantee policy.
 func TestOneWebhookPerProfileAndRevision(t *testing.T) {
 	f := loadFileConfig(t)
 	cfg := f.Config
@@ -141,35 +138,20 @@ func TestOneWebhookPerProfileAndRevision(t *testing.T) {
 			t.Errorf("the default profile %s is not served on /inject", profile)
 		}
 	}
-	var cfgProfiles, hostNetwork []string
-	for name, p := range cfg.Profiles {
+	var cfgProfiles []string
+	for name := range cfg.Profiles {
 		cfgProfiles = append(cfgProfiles, name)
 		want = append(want, name+".inject.graft.dev")
 		for _, rev := range append(f.RevisionNames(), f.TagNames()...) {
 			want = append(want, name+"."+rev+".rev.inject.graft.dev")
-		}
-		if p.InjectHostNetwork {
-			hostNetwork = append(hostNetwork, name)
 		}
 	}
 	if !sameSet(got, want) {
 		t.Errorf("webhooks %v, want %v", got, want)
 	}
 
-	vap := one[admissionv1.ValidatingAdmissionPolicy](t, out, "ValidatingAdmissionPolicy", "graft-injection-required")
-	if got := exprValues(vap.Spec.MatchConstraints.NamespaceSelector, injectLabel, metav1.LabelSelectorOpIn); !sameSet(got, cfgProfiles) {
-		t.Errorf("the policy covers namespaces labelled %v, config.yaml defines profiles %v", got, cfgProfiles)
-	}
-	slices.Sort(hostNetwork)
-	quoted := make([]string, len(hostNetwork))
-	for i, p := range hostNetwork {
-		quoted[i] = fmt.Sprintf("'%s'", p)
-	}
-	wantExpr := "[" + strings.Join(quoted, ", ") + "]"
-	for _, v := range vap.Spec.Variables {
-		if v.Name == "hostNetworkProfiles" && v.Expression != wantExpr {
-			t.Errorf("policy variable hostNetworkProfiles = %s, want %s", v.Expression, wantExpr)
-		}
+	for _, p := range cfgProfiles {
+		one[admissionv1.ValidatingAdmissionPolicy](t, out, "ValidatingAdmissionPolicy", registration.PolicyName("graft", p))
 	}
 }
 

@@ -61,11 +61,18 @@ E2E_ENV := GRAFT_E2E_KUBE_APISERVER=$(E2E_APISERVER) \
 	GRAFT_E2E_GRAFT=$(E2E_GRAFT) \
 	GRAFT_E2E_HELM=$(HELM)
 
-.PHONY: e2e-deps e2e-graft kube-apiserver cluster-tools demo
+.PHONY: e2e-deps e2e-graft kube-apiserver cluster-tools demo acceptance
 
 ## e2e: the e2e module's tests: the end-to-end suite against a real control plane and simulated nodes, race detector on.
 e2e: e2e-deps $(HELM)
 	cd e2e && $(E2E_ENV) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) -run '$(E2E_RUN)' -v ./...
+
+# ACCEPTANCE_PODS sizes make acceptance's corpus (make e2e runs 150 of it).
+ACCEPTANCE_PODS ?= 2010
+
+## acceptance: issue 21's whole acceptance corpus (ACCEPTANCE_PODS Pods x 8 profiles x 3 Pod Security levels) through kube-apiserver and graft as deploy/base ships it; prints the outcome table.
+acceptance: e2e-deps
+	cd e2e && $(E2E_ENV) GRAFT_ACCEPTANCE_PODS=$(ACCEPTANCE_PODS) $(GO) test -count=1 -timeout 60m -run TestAcceptanceCorpus -v ./acceptance
 
 ## demo: a cluster on loopback (simulated nodes), a Deployment of 3 rolled out with graft's sidecar, torn down.
 demo: e2e-deps

@@ -141,7 +141,10 @@ func (g *podGen) pod(r *rand.Rand, name string) *corev1.Pod {
 		envSeen := map[string]bool{}
 		for j := range r.IntN(4) {
 			n := fmt.Sprintf("E%d", j)
-			if len(g.env) > 0 && pick(3) {
+			// An env var or mount path of graft's collides with the
+			// template's unless the template lets apps set it: rarer than
+			// names, so that enough Pods are injected to compare.
+			if len(g.env) > 0 && pick(8) {
 				n = one(g.env)
 			}
 			if !envSeen[n] {
@@ -152,7 +155,7 @@ func (g *podGen) pod(r *rand.Rand, name string) *corev1.Pod {
 		paths := map[string]bool{}
 		for j := range r.IntN(3) {
 			m := corev1.VolumeMount{Name: fmt.Sprintf("data-%d", j), MountPath: fmt.Sprintf("/data/%d", j)}
-			if len(g.mounts) > 0 && pick(3) {
+			if len(g.mounts) > 0 && pick(8) {
 				gm := g.mounts[r.IntN(len(g.mounts))]
 				if pick(2) {
 					m.Name = gm.Name

@@ -13,13 +13,13 @@ import (
 	"github.com/graftdev/graft/internal/names"
 )
 
-// Scenario 13: the shipped ValidatingAdmissionPolicy, evaluated by
-// kube-apiserver itself, passes Pods labelled graft.dev/injected without
-// evaluating them, admits the unlabelled Pods graft leaves alone (carrying
-// graft.dev/status, hostNetwork, no templates selected, mirror Pods) and
-// refuses the others with its message. A copy of it is bound to one
-// namespace whose label no webhook serves, so the Pods reach it exactly as
-// written here.
+// Scenario 13: the shipped guarantee of the default profile, evaluated by
+// kube-apiserver itself, admits the Pods graft leaves alone (hostNetwork,
+// no templates selected, mirror Pods, a record claiming none of the
+// profile's sidecars) and refuses the others with its message: a label
+// alone passes nothing, and a record claiming a sidecar the Pod lacks is
+// refused as stripped. A copy of it is bound to one namespace whose label
+// no webhook serves, so the Pods reach it exactly as written here.
 func TestShippedPolicyInAPIServer(t *testing.T) {
 	const label = "e2e-policy"
 	ns := newNamespace(t, "e2e-policy", map[string]string{names.Inject: label})
@@ -51,11 +51,14 @@ func TestShippedPolicyInAPIServer(t *testing.T) {
 	})
 
 	const (
-		notInjected = "graft did not inject this Pod, and namespace " + "e2e-policy" + " requires it (label graft.dev/inject=" + label + ")"
+		notInjected = "graft did not inject this Pod, and namespace " + "e2e-policy" + " requires it (label graft.dev/inject=enabled)"
+		stripped    = "graft injected init container graft-proxy into this Pod (graft.dev/status records it), but the Pod leaving admission lacks it"
 		v1          = `{"templates":["agent"],"initContainers":["graft-agent"],"volumes":["graft-agent-run"]}`
 		v2          = `{"version":2,"injected":["graft-agent"],"templates":[{"name":"agent","revision":"default","digest":"9f86d081884c7d65","initContainers":["graft-agent"],"volumes":["graft-agent-run"]}]}`
 		// What graft writes when onConflict: keep left every template out.
 		v2Empty = `{"version":2}`
+		// What graft writes for the default profile's mesh-proxy.
+		proxyV2 = `{"version":2,"injected":["graft-proxy"],"templates":[{"name":"mesh-proxy","revision":"default","digest":"9f86d081884c7d65","initContainers":["graft-proxy"]}]}`
 	)
 	dryRun := func(ctx context.Context, p *corev1.Pod) error {
 		_, err := env.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
@@ -92,7 +95,8 @@ func TestShippedPolicyInAPIServer(t *testing.T) {
 		want string // "" admitted, else what the refusal says
 	}{
 		{"no status", pod(""), notInjected},
-		{"labelled graft.dev/injected", labelled, ""},
+		{"labelled graft.dev/injected", labelled, notInjected},
+		{"version 2 status naming graft-proxy, not in the Pod", pod(proxyV2), stripped},
 		{"version 1 status", pod(v1), ""},
 		{"version 2 status", pod(v2), ""},
 		{"version 2 status, nothing injected", pod(v2Empty), ""},

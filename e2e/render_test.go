@@ -12,19 +12,20 @@ import (
 )
 
 // renderTemplateName is the suite's own template, served by the profile
-// renderProfile. It passes lint: its free-string parameter is rendered
-// with its default only, so a Pod can choose a value that renders a
-// container name no API server accepts.
+// renderProfile. It passes lint: its string parameter's pattern admits
+// no YAML syntax but is rendered with its default only, so a Pod can
+// choose a value that renders a container name no API server accepts.
 const (
 	renderTemplateName = "e2e-render"
 	renderProfile      = "e2e-render"
 	renderTemplate     = `name: e2e-render
 description: A native sidecar whose name takes a suffix from the Pod.
 parameters:
-  - {name: suffix, type: string, default: "", description: Appended to the sidecar's name.}
+  - {name: suffix, type: string, default: "", pattern: '^[A-Za-z0-9_-]*$', description: Appended to the sidecar's name.}
 fragment: |
   initContainers:
-    - {name: "graft-e2e-render{{ .suffix }}", image: registry.invalid/render:1, restartPolicy: Always}
+    - {name: "graft-e2e-render{{ .suffix }}", image: registry.invalid/render:1, restartPolicy: Always,
+       securityContext: {allowPrivilegeEscalation: false, runAsNonRoot: true, capabilities: {drop: [ALL]}, seccompProfile: {type: RuntimeDefault}}}
 `
 )
 

@@ -72,6 +72,7 @@ func graftConfig(templatesDir string) ([]byte, error) {
 	cfg.Profiles[renderProfile] = inject.Profile{Templates: []string{renderTemplateName}}
 	cfg.Profiles["classic"] = inject.Profile{Templates: []string{"classic-sidecar"}}
 	cfg.Profiles["token-aware"] = inject.Profile{Templates: []string{"token-aware", "agent"}}
+	cfg.Profiles[iptablesProfile] = iptablesProfileConfig()
 	doc := configFile{Config: cfg}
 	doc.Server.TemplatesDir = templatesDir
 	return yaml.Marshal(doc)

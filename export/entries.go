@@ -2,6 +2,7 @@ package export
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/graftdev/graft/templates"
@@ -130,6 +131,15 @@ func (p *profile) listEntries(tn string, kind listKind, namesOnly bool) (string,
 	names := paramVars{tmpl: tn}
 	return entryList(c, ms, func(a alternative, name string) string {
 		e := `{"n": dyn(` + celString(name) + `), "t": dyn(` + celString(tn) + ")"
+		switch kind {
+		case listEnv:
+			// Whether an app container may set it itself (collisions).
+			e += `, "o": dyn(` + strconv.FormatBool(c.tmpl.EnvOverridable(name)) + ")"
+		case listMounts:
+			if namesOnly { // the path is what collides
+				e += `, "m": dyn(` + celNode(a.mountPath, names) + ")"
+			}
+		}
 		if namesOnly {
 			return e + "}"
 		}

@@ -46,7 +46,7 @@ func (p *profile) paramVarList() []celVar {
 	for _, tn := range p.order {
 		var texts, lists []string
 		for _, prm := range used[tn] {
-			raw := rawValue(tn, prm, p.defaults[tn][prm.Name])
+			raw := p.rawValue(tn, prm)
 			texts = append(texts, celString(prm.Name)+": "+textExpr(prm, raw))
 			if prm.Type == "list" {
 				lists = append(lists, celString(prm.Name)+": "+itemsExpr(paramVars{tmpl: tn}.text(holeSrc{param: prm, item: -1})))
@@ -81,8 +81,9 @@ func (p *profile) templateLists(kinds []listKind, prefix, tmpls string, namesOnl
 }
 
 // conflictLists are the names conflicts are found among: init
-// containers, containers and volumes of every template the Pod gets.
-var conflictLists = []listKind{listInits, listContainers, listVolumes}
+// containers, containers and volumes of every template the Pod gets, and
+// the app env vars and mounts that collide with the app containers'.
+var conflictLists = []listKind{listInits, listContainers, listVolumes, listEnv, listMounts}
 
 // scopeVars are what both policies read after the selection: the
 // parameters, digests, the Pod's record, and the conflicts among the
@@ -98,7 +99,8 @@ func (p *profile) scopeVars(prefix string, namesOnly bool) ([]celVar, error) {
 	}
 	vars = append(vars, lists...)
 	l := "variables." + prefix
-	return append(vars, conflictVars(l+listVars[listInits], l+listVars[listContainers], l+listVars[listVolumes])...), nil
+	return append(vars, conflictVars(l+listVars[listInits], l+listVars[listContainers], l+listVars[listVolumes],
+		l+listVars[listEnv], l+listVars[listMounts])...), nil
 }
 
 // mutationVars are the MutatingAdmissionPolicy's variables.
@@ -120,7 +122,7 @@ func (p *profile) mutationVars() ([]celVar, error) {
 	for _, kind := range conflictLists {
 		vars = append(vars, celVar{listVars[kind], "variables.all_" + listVars[kind] + ".filter(e, e.t in variables.kept)"})
 	}
-	rest, err := p.templateLists([]listKind{listSecrets, listEnv, listMounts}, "", "variables.kept", false)
+	rest, err := p.templateLists([]listKind{listSecrets}, "", "variables.kept", false)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/templates"
 )
@@ -44,15 +45,44 @@ func (v paramVars) list(p *templates.Param) string {
 	return "variables." + celIdent("l", v.tmpl) + "[" + celString(p.Name) + "]"
 }
 
-// rawValue is a CEL string: the annotation's value when valid, else def,
-// as the engine does for profiles with onInvalidParams: default. Profiles
-// that deny invalid values need it too: the validating policy refuses
-// such a Pod, but only after mutation, and a value the Pod cannot hold
-// (a bad quantity) would fail the mutation itself with another error.
-func rawValue(tmpl string, p *templates.Param, def string) string {
+// rawValue is a CEL string: the annotation's value when the profile
+// admits it (rule), else the profile's value or the default, as the
+// engine does for profiles with onInvalidParams: default. Profiles that
+// deny invalid values need it too: the validating policy refuses such a
+// Pod, but only after mutation, and a value the Pod cannot hold (a bad
+// quantity) would fail the mutation itself with another error.
+func (pr *profile) rawValue(tmpl string, p *templates.Param) string {
 	key := celString(annotationKey(tmpl, p.Name))
 	v := "variables.annotations[" + key + "]"
-	return "(" + key + " in variables.annotations && " + ruleExpr(p, v) + ` == "" ? ` + v + " : " + celString(def) + ")"
+	return "(" + key + " in variables.annotations && " + pr.rule(tmpl, p, v) + ` == "" ? ` + v + " : " + celString(pr.defaults[tmpl][p.Name]) + ")"
+}
+
+// rule is a CEL string: "" when v (a CEL string) is a value the profile
+// admits for parameter p of template tmpl, else the rule it breaks, in
+// the engine's words: the parameter's own rule (ruleExpr), then the
+// profile's guards (inject's guardParam): a locked parameter keeps the
+// profile's value, and no value may need a Pod Security level above the
+// profile's podSecurity.maxLevel.
+func (pr *profile) rule(tmpl string, p *templates.Param, v string) string {
+	own := ruleExpr(p, v)
+	var guards []string
+	if pr.cfg.Locks(tmpl, p.Name) {
+		guards = append(guards, v+" != "+celString(pr.defaults[tmpl][p.Name])+" ? "+celString(inject.LockedRule(tmpl, p.Name, pr.name)))
+	}
+	max := pr.cfg.PodSecurity.MaxLevel
+	values := p.Values
+	if p.Type == templates.TypeBool {
+		values = []string{"false", "true"}
+	}
+	for _, val := range values {
+		if l, ok := p.PodSecurity[val]; ok && !max.Allows(l) {
+			guards = append(guards, v+" == "+celString(val)+" ? "+celString(inject.LevelRule(tmpl, p.Name, val, l, max, pr.name)))
+		}
+	}
+	if len(guards) == 0 {
+		return own
+	}
+	return "(" + own + ` != "" ? ` + own + " : " + strings.Join(guards, " : ") + ` : "")`
 }
 
 // textExpr is a CEL string: the text a valid raw value renders to. The

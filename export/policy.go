@@ -11,6 +11,7 @@ import (
 
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/names"
+	"github.com/graftdev/graft/internal/registration"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -111,7 +112,11 @@ func Export(cfg inject.Config, set *templates.Set, profileName string) (*Policie
 		// parameters is refused for them, not for lacking its sidecars.
 		checks = append([]check{problem}, checks...)
 	}
-	out.add(p, name, vvars, checks, regv1.Deny, &fail, p.matchConstraints(), append(p.matchConditions(), intactCondition()))
+	intact, err := p.intactCondition()
+	if err != nil {
+		return nil, err
+	}
+	out.add(p, name, vvars, checks, regv1.Deny, &fail, p.matchConstraints(), append(p.matchConditions(), intact))
 	return out, nil
 }
 
@@ -127,14 +132,28 @@ func Export(cfg inject.Config, set *templates.Set, profileName string) (*Policie
 // a conflict under onConflict: deny, a record or parameter it cannot
 // merge), so the other checks hold for a labelled Pod: only one whose
 // author wrote the label and a record by hand, and whose mutation then
-// failed, passes unchecked.
-func intactCondition() regv1.MatchCondition {
+// failed, passes unchecked, and only if its sidecars are the profile's.
+func (p *profile) intactCondition() (regv1.MatchCondition, error) {
+	initOK, err := registration.SidecarExpr(p.sidecars, true)
+	if err != nil {
+		return regv1.MatchCondition{}, err
+	}
+	containerOK, err := registration.SidecarExpr(p.sidecars, false)
+	if err != nil {
+		return regv1.MatchCondition{}, err
+	}
+	sidecarNames := registration.SidecarNames(p.sidecars)
 	status := "object.metadata.annotations[" + celString(names.Status) + "]"
 	intact := celString(names.Injected) + " in object.metadata.?labels.orValue({}) && " +
 		celString(names.Status) + " in object.metadata.?annotations.orValue({}) &&\n" +
 		namesIn(status, "injected") + ".all(n, object.spec.?initContainers.orValue([]).exists(c, c.name == n) || " +
-		"object.spec.?containers.orValue([]).exists(c, c.name == n))"
-	return regv1.MatchCondition{Name: "not-injected-intact", Expression: "!(" + intact + ")"}
+		"object.spec.?containers.orValue([]).exists(c, c.name == n)) &&\n" +
+		// Every container under a sidecar's name is that sidecar as the
+		// profile injects it: a copied label and record beside a forged
+		// sidecar must reach the guarantee's checks.
+		"object.spec.?initContainers.orValue([]).all(c, !(c.name in " + sidecarNames + ") || " + initOK + ") &&\n" +
+		"object.spec.?containers.orValue([]).all(c, !(c.name in " + sidecarNames + ") || " + containerOK + ")"
+	return regv1.MatchCondition{Name: "not-injected-intact", Expression: "!(" + intact + ")"}, nil
 }
 
 // validationVars are the ValidatingAdmissionPolicy's variables: the
@@ -146,7 +165,11 @@ func (p *profile) validationVars() ([]celVar, error) {
 	}
 	vars := append(p.selectionVars(), p.problemVars()...)
 	vars = append(vars, scope...)
-	return append(vars, guaranteeVars()...), nil
+	guarantee, err := p.guaranteeVars()
+	if err != nil {
+		return nil, err
+	}
+	return append(vars, guarantee...), nil
 }
 
 func (p *profile) meta(name string) metav1.ObjectMeta {
@@ -228,11 +251,13 @@ func (p *profile) namespaceSelector() *metav1.LabelSelector {
 	}}
 }
 
-// matchConditions skip the Pods graft skips: mirror Pods, and hostNetwork
-// Pods unless the profile injects them.
+// matchConditions skip the Pods graft skips: mirror Pods, Pods for another
+// operating system (reason os), and hostNetwork Pods unless the profile
+// injects them.
 func (p *profile) matchConditions() []regv1.MatchCondition {
 	out := []regv1.MatchCondition{{Name: "not-mirror-pod",
-		Expression: `!("` + names.MirrorAnnotation + `" in object.metadata.?annotations.orValue({}))`}}
+		Expression: `!("` + names.MirrorAnnotation + `" in object.metadata.?annotations.orValue({}))`},
+		{Name: "linux-pod", Expression: "!(" + registration.OtherOSExpr + ")"}}
 	if !p.cfg.InjectHostNetwork {
 		out = append(out, regv1.MatchCondition{Name: "not-host-network",
 			Expression: "!object.spec.?hostNetwork.orValue(false)"})

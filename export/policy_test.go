@@ -37,14 +37,15 @@ func TestExportWiring(t *testing.T) {
 		hostNetwork bool // the policies skip hostNetwork Pods
 		// validations of the first policy: the parameters, a conflict
 		// (onConflict: deny), a parameter CEL cannot record, a record it
-		// cannot merge, and the two guarantees.
+		// cannot merge, and the three guarantees (injected, nothing
+		// removed, no forged sidecar).
 		validations0 int
 	}{
-		{"enabled", []string{"enabled"}, []regv1.ValidationAction{regv1.Deny}, true, 6},
-		{"agent", []string{"agent"}, []regv1.ValidationAction{regv1.Deny}, true, 6},
+		{"enabled", []string{"enabled"}, []regv1.ValidationAction{regv1.Deny}, true, 7},
+		{"agent", []string{"agent"}, []regv1.ValidationAction{regv1.Deny}, true, 7},
 		{"lenient", []string{"lenient"}, []regv1.ValidationAction{regv1.Warn, regv1.Deny}, true, 1},
-		{"hostnet", []string{"hostnet"}, []regv1.ValidationAction{regv1.Deny}, false, 6},
-		{"keep", []string{"keep"}, []regv1.ValidationAction{regv1.Deny}, true, 5},
+		{"hostnet", []string{"hostnet"}, []regv1.ValidationAction{regv1.Deny}, false, 7},
+		{"keep", []string{"keep"}, []regv1.ValidationAction{regv1.Deny}, true, 6},
 	}
 	for _, tc := range cases {
 		t.Run(tc.profile, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/registration"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -32,6 +33,9 @@ type profile struct {
 	// revision is what graft.dev/status and graft.dev/injected record:
 	// the configuration's top-level revision.
 	revision string
+	// sidecars are the containers the profile may inject, as graft's
+	// guarantee checks them.
+	sidecars map[string]registration.Sidecar
 }
 
 func newProfile(cfg inject.Config, set *templates.Set, name string) (*profile, error) {
@@ -51,6 +55,9 @@ func newProfile(cfg inject.Config, set *templates.Set, name string) (*profile, e
 		tmpls: map[string]*template{}, defaults: map[string]map[string]string{},
 		lenient: pc.OnInvalidParams == inject.InvalidUseDefault,
 		keep:    pc.OnConflict == inject.ConflictKeep, revision: cfg.Revision}
+	if p.sidecars, err = registration.ProfileSidecars(cfg, set, name); err != nil {
+		return nil, err
+	}
 	p.allowed = pc.AllowedTemplates
 	if len(p.allowed) == 0 {
 		p.allowed = pc.Templates

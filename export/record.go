@@ -24,9 +24,12 @@ const (
 	reName    = `"[^"\\]+"`
 	reList    = `\[` + reName + `(,` + reName + `)*\]`
 	reApp     = reName + `:\{("env":` + reList + `(,"volumeMounts":` + reList + `)?|"volumeMounts":` + reList + `)\}`
-	reEntry   = `\{"name":` + reName + `,"revision":` + reName + `,"digest":` + reName + `(,"initContainers":` + reList + `)?(,"containers":` + reList + `)?(,"volumes":` + reList + `)?(,"imagePullSecrets":` + reList + `)?(,"annotations":` + reList + `)?(,"labels":` + reList + `)?(,"appContainers":\{` + reApp + `(,` + reApp + `)*\})?\}`
+	reEntry   = `\{"name":` + reName + `,"revision":` + reName + `,"digest":` + reName + `(,"initContainers":` + reList + `)?(,"containers":` + reList + `)?(,"volumes":` + reList + `)?(,"imagePullSecrets":` + reList + `)?(,"annotations":` + reList + `)?(,"labels":` + reList + `)?(,"appContainers":\{` + reApp + `(,` + reApp + `)*\})?` + rePodRes + `?\}`
 	reRecord  = `^\{"version":2(,"injected":` + reList + `)?(,"templates":\[` + reEntry + `(,` + reEntry + `)*\])?\}$`
 	reAppText = `"[^"]+":\{"(env|volumeMounts)":[^{}]*\}`
+	// rePodRes is what the webhook recorded it added to pod-level
+	// resources; the exported policies add nothing there, and keep it.
+	rePodRes = `(,"podResources":\{("requests":\{[^{}]*\})?,?("limits":\{[^{}]*\})?\})`
 )
 
 // recordKeys are an entry's lists as the CEL maps below name them, with
@@ -86,14 +89,14 @@ func (p *profile) digestVars() []celVar {
 				continue
 			}
 			key := annotationKey(tn, prm.Name)
-			raw := rawValue(tn, &tmpl.Params[i], base[prm.Name])
+			raw := p.rawValue(tn, &tmpl.Params[i])
 			unhashable = append(unhashable, "("+celString(tn)+" in variables.templates && "+raw+" != "+celString(base[prm.Name])+
 				" ? ["+celString(key)+"] : [])")
 		}
 		var keyParts []string
 		for _, i := range finite {
 			prm := &tmpl.Params[i]
-			keyParts = append(keyParts, "string("+rawValue(tn, prm, base[prm.Name])+")")
+			keyParts = append(keyParts, "string("+p.rawValue(tn, prm)+")")
 		}
 		var expr string
 		if len(finite) == 0 {
@@ -176,24 +179,41 @@ func (p *profile) stalenessVars() []celVar {
 
 // conflictVars find, per template the Pod gets, the first container, init
 // container or volume of its own name that the Pod holds and the record
-// does not say graft injected, in the engine's order (inject/merge.go,
-// findConflict); kept are the templates without one.
-func conflictVars(inits, containers, volumes string) []celVar {
+// does not say graft injected, then, for a template the record does not
+// hold, the first env var or mount path of an app container that
+// collides with the template's, in the engine's order (inject/merge.go,
+// findConflict; inject/collide.go, findCollision: ports and reserved uids
+// aside, which the exported policies do not check); kept are the
+// templates without one.
+func conflictVars(inits, containers, volumes, env, mounts string) []celVar {
 	podInits := "object.spec.?initContainers.orValue([]).map(c, c.name)"
 	podContainers := "object.spec.?containers.orValue([]).map(c, c.name)"
 	podVolumes := "object.spec.?volumes.orValue([]).map(v, v.name)"
+	apps := "object.spec.?containers.orValue([]).filter(c, !(c.name in variables.ownedC))"
+	collisions := "(variables.recEntries.exists(r, r.n == t) ? [] : " + apps + ".map(c, " +
+		env + `.filter(e, e.t == t && !e.o && c.?env.orValue([]).exists(x, x.name == e.n)).map(e, {"t": dyn(t), "k": dyn("env"), "c": dyn(c.name), "n": dyn(e.n)}) + ` +
+		`c.?volumeMounts.orValue([]).map(m, ` + mounts + `.filter(e, e.t == t && e.m == m.mountPath && e.n != m.name)` +
+		`.map(e, {"t": dyn(t), "k": dyn("mount"), "c": dyn(c.name), "n": dyn(m.name), "m": dyn(m.mountPath), "g": dyn(e.n)})).flatten()).flatten())`
 	return []celVar{
 		{"conflicts", "variables.templates.map(t, (" + inits + ".filter(e, e.t == t) + " + containers + ".filter(e, e.t == t))" +
 			".filter(e, !(e.n in variables.ownedC) && (e.n in " + podInits + " || e.n in " + podContainers + "))" +
-			`.map(e, {"t": dyn(t), "o": dyn(e.n in ` + podInits + ` ? "init container" : "container"), "n": dyn(e.n)}) + ` +
-			volumes + ".filter(e, e.t == t && !(e.n in variables.ownedV) && e.n in " + podVolumes + `).map(e, {"t": dyn(t), "o": dyn("volume"), "n": dyn(e.n)})).flatten()`},
+			`.map(e, {"t": dyn(t), "k": dyn("name"), "o": dyn(e.n in ` + podInits + ` ? "init container" : "container"), "n": dyn(e.n)}) + ` +
+			volumes + ".filter(e, e.t == t && !(e.n in variables.ownedV) && e.n in " + podVolumes + `).map(e, {"t": dyn(t), "k": dyn("name"), "o": dyn("volume"), "n": dyn(e.n)}) + ` +
+			collisions + ").flatten()"},
 		{"kept", "variables.templates.filter(t, !variables.conflicts.exists(c, c.t == t))"},
 	}
 }
 
-// conflictMessage is the engine's denial of conflicts[0] (inject/notice.go).
+// conflictMessage is the engine's denial of conflicts[0] (inject/notice.go
+// and inject/collide.go).
 func (p *profile) conflictMessage() string {
 	c := "variables.conflicts[0]"
-	return `"Pod already has " + ` + c + `.o + " \"" + ` + c + `.n + "\", which graft did not inject; rename it, or set onConflict: keep in profile \"` +
+	// keep ends each message inside its CEL string literal.
+	keep := `; change it, or set onConflict: keep in profile \"` + p.name + `\" to admit such Pods without " + ` + c + ".t"
+	return c + `.k == "env" ? "container \"" + ` + c + `.c + "\" already sets env var \"" + ` + c + `.n + "\", which template " + ` + c + `.t + ` +
+		`" sets in every app container` + keep + " :\n" +
+		c + `.k == "mount" ? "container \"" + ` + c + `.c + "\" already mounts volume \"" + ` + c + `.n + "\" at " + ` + c + `.m + ", where template " + ` + c + `.t + ` +
+		`" mounts volume \"" + ` + c + `.g + "\"` + keep + " :\n" +
+		`"Pod already has " + ` + c + `.o + " \"" + ` + c + `.n + "\", which graft did not inject; rename it, or set onConflict: keep in profile \"` +
 		p.name + `\" to admit such Pods without " + ` + c + ".t"
 }

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/graftdev/graft/internal/names"
+	"github.com/graftdev/graft/internal/registration"
 )
 
 // The ValidatingAdmissionPolicy's CEL: the engine's parameter checks
@@ -33,7 +34,7 @@ func (p *profile) problemVars() []celVar {
 		for i := range tmpl.Params {
 			prm := &tmpl.Params[i]
 			chain.WriteString("k == " + celString(annotationKey(tn, prm.Name)) + " ? " +
-				ruleExpr(prm, "variables.annotations[k]") + " :\n  ")
+				p.rule(tn, prm, "variables.annotations[k]") + " :\n  ")
 		}
 	}
 	chain.WriteString(`"?"`) // a parameter the template does not have
@@ -65,13 +66,27 @@ func lenientMessage() string {
 
 // guaranteeVars read what graft.dev/status says was injected: its flat
 // "injected" list (container names are DNS labels, so a regular
-// expression reads them).
-func guaranteeVars() []celVar {
+// expression reads them); forged lists the Pod's containers it claims
+// under a name of the profile's sidecars that are not what graft injects
+// (their kind or image), as graft's own guarantee checks them
+// (internal/registration).
+func (p *profile) guaranteeVars() ([]celVar, error) {
+	initOK, err := registration.SidecarExpr(p.sidecars, true)
+	if err != nil {
+		return nil, err
+	}
+	containerOK, err := registration.SidecarExpr(p.sidecars, false)
+	if err != nil {
+		return nil, err
+	}
+	claimed := "c.name in variables.injectedNames && c.name in " + registration.SidecarNames(p.sidecars)
 	return []celVar{
 		{"status", `variables.annotations[?` + celString(names.Status) + `].orValue("")`},
 		{"injectedNames", namesIn("variables.status", "injected")},
 		{"podNames", `object.spec.?containers.orValue([]).map(c, c.name) + object.spec.?initContainers.orValue([]).map(c, c.name)`},
-	}
+		{"forged", "object.spec.?initContainers.orValue([]).filter(c, " + claimed + " && !" + initOK + ") +\n" +
+			"object.spec.?containers.orValue([]).filter(c, " + claimed + " && !" + containerOK + ")"},
+	}, nil
 }
 
 // guaranteeChecks are the final-state validations: injected at all, and
@@ -86,6 +101,12 @@ func (p *profile) guaranteeChecks(policy string) []check {
 		{expr: "variables.injectedNames.all(n, n in variables.podNames)",
 			message: celString("this Pod lacks containers graft injected ("+names.Status+": ") + ` + variables.status + ` +
 				`"): an admission step after graft removed them. Create the Pod again; if it recurs, check the other mutating admission steps."`,
+			reason: "Forbidden"},
+		{expr: "size(variables.forged) == 0",
+			message: `(object.spec.?initContainers.orValue([]).exists(c, c.name == variables.forged[0].name) ? "init container " : "container ") + ` +
+				`variables.forged[0].name + " (image " + variables.forged[0].?image.orValue("") + ") is not the sidecar profile ` + p.name +
+				` injects under that name, yet graft.dev/status records it as graft's. Remove graft.dev/status and the label ` +
+				`graft.dev/injected from the Pod's manifest (they were copied from another Pod or written by hand) and create it again."`,
 			reason: "Forbidden"},
 	}
 }

@@ -81,6 +81,17 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 		return w.end(), res, nil
 	}
 	pl := ent.plan
+	if p.os.targets()&pl.os == 0 {
+		if ex != nil {
+			ex.Templates = ent.plan.templates
+			ex.Message = fmt.Sprintf("the Pod runs on %s (%s); the templates (%s) run on %s",
+				p.os.targets(), p.os.why(pl.os), strings.Join(pl.templates, ", "), pl.os)
+		}
+		return skip(dst, rv, ReasonOS, &res), res, nil
+	}
+	if msg := pl.nsDenial(o.PodSecurity); msg != "" {
+		return e.deny(dst, rv, ReasonPodSecurity, msg, &res, ex), res, nil
+	}
 	if s.budget.check() {
 		return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil
 	}
@@ -101,11 +112,14 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 		case err != nil:
 			return e.fail(dst, rv, ps, ReasonInternal, &res), res, nil
 		case rw.denyMsg != "":
-			return e.denyConflict(dst, rv, rw.denyMsg, &res, ex), res, nil
+			return e.deny(dst, rv, rw.reason, rw.denyMsg, &res, ex), res, nil
 		case len(rw.patch) > e.cfg.MaxPatchBytes:
 			return e.failTooLarge(dst, rv, ps, tooLarge{what: "patch", size: len(rw.patch), limit: e.cfg.MaxPatchBytes}, &res, ex), res, nil
 		}
 		return e.answer(dst, rv, ent, rw.patch, rw.ops, rw.notices, &res, ex), res, nil
+	}
+	if len(s.podAdds) > 0 && ps.cfg.PodResources == PodResourcesDeny {
+		return e.deny(dst, rv, ReasonPodResources, s.podResourcesDenial(pl, ps.name), &res, ex), res, nil
 	}
 	if s.budget.check() {
 		return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil
@@ -168,6 +182,9 @@ func (e *Engine) writePatch(pl *plan, p *pod, s *scratch) (int, error) {
 		s.patch = s.patch[:len(s.patch)-1] // the last op's comma
 	}
 	s.patch = append(s.patch, ']')
+	var podOps int
+	s.patch, podOps = appendPodResourceOps(s.patch, p, s)
+	ops += podOps
 	if len(s.patch) > e.cfg.MaxPatchBytes {
 		return 0, errTooLarge
 	}
@@ -233,7 +250,12 @@ func (e *Engine) answer(dst []byte, rv *review, ent *planEntry, patch []byte, op
 // it is, and clients retry a 409 Conflict (client-go's RetryOnConflict),
 // which here would only repeat the denial.
 func (e *Engine) denyConflict(dst []byte, rv *review, msg string, res *Result, ex *Explanation) []byte {
-	res.Decision, res.Reason = DecisionDeny, ReasonConflict
+	return e.deny(dst, rv, ReasonConflict, msg, res, ex)
+}
+
+// deny refuses a Pod for reason with msg, as a 400 Bad Request.
+func (e *Engine) deny(dst []byte, rv *review, reason Reason, msg string, res *Result, ex *Explanation) []byte {
+	res.Decision, res.Reason = DecisionDeny, reason
 	if ex != nil {
 		ex.Message = strings.Clone(msg) // msg may view the scratch
 	}

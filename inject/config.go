@@ -74,6 +74,30 @@ type Profile struct {
 	// PodRevision lets a Pod's own graft.dev/rev label choose its revision
 	// or tag, overriding its namespace's (default: the namespace decides).
 	PodRevision bool `json:"podRevision,omitempty"`
+	// LockedParams are parameters a Pod's annotations cannot change, each
+	// written <template>.<param> (mesh-proxy.image), or *.<param> for that
+	// parameter of every template the profile may inject that declares
+	// it: the profile's value, else the template's default, holds. An
+	// annotation setting another value is answered per onInvalidParams.
+	// The built-in profiles lock *.image.
+	LockedParams []string `json:"lockedParams,omitempty"`
+	// AllowedImages, when not empty, are the prefixes every image graft
+	// injects must start with (the rendered containers' and init
+	// containers', whichever parameter or template text wrote them). End
+	// a registry or repository prefix with "/" or ":" so that
+	// ghcr.io/graftdev/ does not also admit ghcr.io/graftdev-copy/. A
+	// profile whose own values render another image is refused at start;
+	// a Pod whose annotations do is answered per onInvalidParams.
+	AllowedImages []string `json:"allowedImages,omitempty"`
+	// PodSecurity bounds the Pod Security level what the profile injects
+	// may need (docs/concepts/pod-security.md).
+	PodSecurity PodSecurity `json:"podSecurity,omitzero"`
+	// PodResources answers a Pod that sets pod-level resources
+	// (spec.resources): add (the default) adds the requests and limits of
+	// the containers graft injects to its pod-level figures, so that the
+	// Pod stays valid; deny refuses it, naming what the sidecars request
+	// (docs/concepts/pod-security.md).
+	PodResources PodResourcesMode `json:"podResources,omitempty"`
 }
 
 // Config is the engine's configuration.
@@ -157,6 +181,17 @@ func (p *Profile) defaults() error {
 	if p.OnConflict == "" {
 		p.OnConflict = ConflictDeny
 	}
+	if err := p.PodSecurity.defaults(); err != nil {
+		return err
+	}
+	if p.PodResources == "" {
+		p.PodResources = PodResourcesAdd
+	}
+	switch p.PodResources {
+	case PodResourcesAdd, PodResourcesDeny:
+	default:
+		return fmt.Errorf("podResources %q: want %q or %q", p.PodResources, PodResourcesAdd, PodResourcesDeny)
+	}
 	switch p.OnInvalidParams {
 	case InvalidDeny, InvalidUseDefault:
 	default:
@@ -178,7 +213,7 @@ func (p *Profile) defaults() error {
 	if dup := firstDuplicate(p.Templates); dup != "" {
 		return fmt.Errorf("template %q listed twice", dup)
 	}
-	return nil
+	return p.checkGuards()
 }
 
 // CheckName accepts a revision or tag name: a DNS-1123 label, since it is
@@ -205,13 +240,17 @@ func firstDuplicate(names []string) string {
 // profile of its own name; and two profiles show combinations, whose list
 // order is the injection order.
 func DefaultConfig() Config {
-	only := func(names ...string) Profile { return Profile{Templates: names} }
+	// A Pod author must not be able to swap the sidecar that runs next to
+	// their app: every profile locks every template's image.
+	locked := []string{"*.image"}
+	only := func(names ...string) Profile { return Profile{Templates: names, LockedParams: locked} }
 	return Config{
 		DefaultProfile: "enabled",
 		Profiles: map[string]Profile{
 			"enabled": {
 				Templates:        []string{"mesh-proxy"},
 				AllowedTemplates: []string{"mesh-proxy", "secrets-agent", "otel-agent", "log-shipper"},
+				LockedParams:     locked,
 			},
 			"agent":         only("agent"),
 			"mesh-proxy":    only("mesh-proxy"),

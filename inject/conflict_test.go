@@ -136,32 +136,42 @@ func TestConflicts(t *testing.T) {
 	}
 }
 
-// TestStatusRecordsOnlyWhatGraftAdded: an env var, a mount path or an
-// annotation the Pod already had is not recorded, and what another
-// mutator's container gets on reinvocation is added to the record.
+// TestStatusRecordsOnlyWhatGraftAdded: an env var an app container may
+// set itself, or a mount of graft's volume at graft's path, that the Pod
+// already had is not recorded, and what another mutator's container gets
+// on reinvocation is added to the record.
 func TestStatusRecordsOnlyWhatGraftAdded(t *testing.T) {
-	e := newTestEngine(t, goldenConfig())
+	cfg := goldenConfig()
+	cfg.Profiles["otel-agent-log-shipper"] = Profile{Templates: []string{"otel-agent", "log-shipper"}}
+	e := newTestEngine(t, cfg)
 	pod := twoContainerPod(func(p map[string]any) {
 		web := p["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
-		web["env"] = []any{map[string]any{"name": "GRAFT_AGENT_ADDR", "value": "mine"}}
-		web["volumeMounts"] = []any{map[string]any{"name": "config", "mountPath": "/var/run/graft-agent"}}
+		web["env"] = []any{map[string]any{"name": "OTEL_SERVICE_NAME", "value": "mine"}}
+		web["volumeMounts"] = []any{map[string]any{"name": "graft-logs", "mountPath": "/var/log/app"}}
 	})
-	first := admitGeneric(t, e, Options{Profile: "agent"}, pod)
+	o := Options{Profile: "otel-agent-log-shipper"}
+	first := admitGeneric(t, e, o, pod)
 	appendTo(first, "containers", map[string]any{"name": "foreign", "image": "f:1"})
-	second := admitGeneric(t, e, Options{Profile: "agent"}, first)
+	second := admitGeneric(t, e, o, first)
 	st, err := ParseStatus(second["metadata"].(map[string]any)["annotations"].(map[string]any)[names.Status].(string))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]AppEdits{
-		"worker":  {Env: []string{"GRAFT_AGENT_ADDR"}, VolumeMounts: []string{"graft-agent-run"}},
-		"foreign": {Env: []string{"GRAFT_AGENT_ADDR"}, VolumeMounts: []string{"graft-agent-run"}},
+	otel, shipper := st.Template("otel-agent"), st.Template("log-shipper")
+	if otel == nil || shipper == nil {
+		t.Fatalf("status %s: want both templates", st.Value())
 	}
-	agent := st.Template("agent")
-	if agent == nil || len(agent.AppContainers) != 2 || !slicesEqualEdits(agent.AppContainers, want) {
-		t.Fatalf("status %s: want only worker's and foreign's edits recorded", st.Value())
+	if env := otel.AppContainers["web"].Env; slices.Contains(env, "OTEL_SERVICE_NAME") || !slices.Contains(env, "OTEL_TRACES_SAMPLER") {
+		t.Errorf("web's recorded env %v: want graft's without the app's own OTEL_SERVICE_NAME", env)
 	}
-	if !slices.Equal(st.Injected, []string{"graft-agent"}) {
+	if !slices.Contains(otel.AppContainers["foreign"].Env, "OTEL_SERVICE_NAME") || !slices.Contains(otel.AppContainers["worker"].Env, "OTEL_SERVICE_NAME") {
+		t.Errorf("otel-agent's record %v: want worker's and foreign's OTEL_SERVICE_NAME", otel.AppContainers)
+	}
+	want := map[string]AppEdits{"worker": {VolumeMounts: []string{"graft-logs"}}, "foreign": {VolumeMounts: []string{"graft-logs"}}}
+	if len(shipper.AppContainers) != 2 || !slicesEqualEdits(shipper.AppContainers, want) {
+		t.Errorf("log-shipper's record %v: want only worker's and foreign's mounts", shipper.AppContainers)
+	}
+	if !slices.Equal(st.Injected, []string{"graft-otel-agent", "graft-log-shipper"}) {
 		t.Fatalf("injected %v", st.Injected)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"slices"
 	"time"
+
+	"github.com/graftdev/graft/templates"
 )
 
 // Errors returned by Admit for requests that are not an AdmissionReview the
@@ -28,6 +30,12 @@ type Options struct {
 	// Deadline, when not zero, bounds the work: past it the engine stops
 	// and answers per the profile's failure mode (ReasonBudgetExceeded).
 	Deadline time.Time
+	// PodSecurity is the Pod Security level the Pod's namespace enforces,
+	// as the webhook's route says it (a profile allowed more than
+	// restricted is registered once per level); empty when unknown, and
+	// then not checked. A Pod whose sidecars need more is refused
+	// (ReasonPodSecurity).
+	PodSecurity templates.Level
 }
 
 // Engine admits Pods. It is safe for concurrent use; build a new Engine to

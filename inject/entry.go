@@ -139,6 +139,13 @@ func (e *Engine) entryForAnnotations(ps *profileState, p *pod) (*planEntry, erro
 			warnings = append(warnings, perr.Error()+"; using the default")
 			continue
 		}
+		if problem, reason := ps.guardParam(t, prm, a.key, val); problem != "" {
+			if ps.cfg.OnInvalidParams == InvalidDeny {
+				return &planEntry{denyMsg: problem, reason: reason, names: tmplNames}, nil
+			}
+			warnings = append(warnings, problem+"; using the default")
+			continue
+		}
 		if overrides[t.Name] == nil {
 			overrides[t.Name] = map[string]string{}
 		}
@@ -219,13 +226,13 @@ func (e *Engine) buildForPod(ps *profileState, chosen []*templates.Template, ove
 			}
 			problem := fmt.Sprintf("annotation %s=%q: %s", names.Templates, selection, err.Error())
 			if deny {
-				return &planEntry{denyMsg: problem, reason: ReasonTemplateSelection, names: templateNames(chosen)}, nil, nil
+				return &planEntry{denyMsg: problem, reason: denyReason(err, ReasonTemplateSelection), names: templateNames(chosen)}, nil, nil
 			}
 			def := *ps.def
 			return &def, append(warnings, problem+"; using the profile's templates"), nil
 		}
 		if deny {
-			return &planEntry{denyMsg: blamed + ": " + err.Error(), reason: ReasonInvalidParams, names: templateNames(chosen)}, nil, nil
+			return &planEntry{denyMsg: blamed + ": " + err.Error(), reason: denyReason(err, ReasonInvalidParams), names: templateNames(chosen)}, nil, nil
 		}
 		warnings = append(warnings, blamed+" ignored: "+err.Error())
 		for _, t := range bad {
@@ -244,7 +251,23 @@ func invalidRender(err error) []string {
 	if ce, ok := errors.AsType[*conflictError](err); ok {
 		return []string{ce.first, ce.second}
 	}
+	if ie, ok := errors.AsType[*imageError](err); ok {
+		return []string{ie.template}
+	}
+	if le, ok := errors.AsType[*levelError](err); ok {
+		return []string{le.need.template}
+	}
 	return nil
+}
+
+// denyReason is the reason to deny a Pod whose values render err: a Pod
+// Security level the profile does not allow has its own, so that
+// operators see it apart from mistyped values.
+func denyReason(err error, otherwise Reason) Reason {
+	if _, ok := errors.AsType[*levelError](err); ok {
+		return ReasonPodSecurity
+	}
+	return otherwise
 }
 
 // blame names the overrides of the templates called tmplNames that change a
@@ -308,6 +331,12 @@ func (e *Engine) buildEntry(ps *profileState, tmpls []*templates.Template, overr
 		params[n] = vals
 	}
 	pl, err := buildPlan(e.impl.nextPlanID.Add(1), e.cfg.Revision, tmpls, params)
+	if err == nil {
+		err = checkImages(pl, ps.cfg.AllowedImages)
+	}
+	if err == nil {
+		err = checkLevel(pl, ps)
+	}
 	if err != nil {
 		var perr *templates.ParamError
 		if errors.As(err, &perr) {

@@ -98,6 +98,8 @@ func explainStatus(ex *Explanation, pl *plan, p *pod) {
 		if ts.State != StateStale {
 			if c, found := findConflict(pl, ti, p, &r); found {
 				ts.State, ts.Conflict = StateConflict, c.object+` "`+c.name+`"`
+			} else if c, found := findCollision(pl, ti, p, &r, &budget{}); found {
+				ts.State, ts.Conflict = StateConflict, string(appendCollision(nil, &c, t.name, false))
 			}
 		}
 		ex.Plan = append(ex.Plan, ts)

@@ -12,6 +12,11 @@ import (
 	"github.com/graftdev/graft/templates"
 )
 
+// restrictedSecurityContext is a container securityContext, as a YAML flow
+// mapping, that meets Pod Security restricted: test templates use it so
+// that profiles at the default podSecurity.maxLevel accept them.
+const restrictedSecurityContext = `{allowPrivilegeEscalation: false, runAsNonRoot: true, capabilities: {drop: [ALL]}, seccompProfile: {type: RuntimeDefault}}`
+
 // renderSet passes lint: every default renders a valid fragment, and lint
 // cannot try every string. Some strings a Pod may set render a fragment
 // no API server accepts: issue 12's `_X` name (with logLevel a free
@@ -29,8 +34,9 @@ fragment: |
     - name: graft-agent{{ if eq .logLevel "debug" }}_X{{ end }}
       image: example.com/agent:1
       restartPolicy: Always
-      args: ["--log-level={{ .logLevel }}"]
+      args: [{{ printf "--log-level=%s" .logLevel | quote }}]
       resources: {requests: {memory: {{ .memory | quote }}}}
+      securityContext: ` + restrictedSecurityContext + `
 `)},
 	"helper.yaml": {Data: []byte(`name: helper
 description: a sidecar whose name a Pod may set.
@@ -38,7 +44,8 @@ parameters:
   - {name: sidecarName, type: string, default: graft-helper, description: n}
 fragment: |
   initContainers:
-    - {name: {{ .sidecarName | quote }}, image: example.com/helper:1, restartPolicy: Always}
+    - {name: {{ .sidecarName | quote }}, image: example.com/helper:1, restartPolicy: Always,
+       securityContext: ` + restrictedSecurityContext + `}
 `)},
 }
 

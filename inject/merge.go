@@ -55,11 +55,21 @@ const (
 )
 
 // conflict is an object of the Pod named like one of a template's that
-// graft did not inject.
+// graft did not inject, or a collision (collide.go) of what a template
+// adds with what the Pod's own containers use.
 type conflict struct {
 	object string // "container", "init container" or "volume"
 	name   string
 	tmpl   int // plan.tmpls index
+	// kind is the collision; collideNone for a name (object, name).
+	kind collisionKind
+	// app is the Pod's container; graft the template's container (or
+	// volume, for a mount); what the port's protocol, the port name, the
+	// env var or the mount path; number the port or uid; pod says the
+	// uid is the Pod securityContext's. A mount's name is the app's volume.
+	app, graft, what string
+	number           int64
+	pod              bool
 }
 
 // merge computes what pl adds to p, into s.edits and s.inserts, and the
@@ -79,6 +89,9 @@ func merge(pl *plan, keep, repairs bool, p *pod, s *scratch, cache *recordCache)
 	s.skipped = resetBools(s.skipped, len(pl.tmpls))
 	for ti := range pl.tmpls {
 		c, found := findConflict(pl, ti, p, r)
+		if !found && !contains(s.replaced, pl.tmpls[ti].name) {
+			c, found = findCollision(pl, ti, p, r, &s.budget)
+		}
 		if !found {
 			continue
 		}
@@ -87,7 +100,7 @@ func merge(pl *plan, keep, repairs bool, p *pod, s *scratch, cache *recordCache)
 			return mergeConflict
 		}
 		s.skipped[ti] = true
-		s.notices = append(s.notices, notice{kind: noticeConflict, object: c.object, name: c.name, template: pl.tmpls[ti].name})
+		s.notices = append(s.notices, notice{kind: noticeConflict, object: c.object, name: c.name, template: pl.tmpls[ti].name, conflict: c})
 	}
 	s.added, s.addedAny = resetBools(s.added, len(pl.byRef)), false
 
@@ -172,6 +185,7 @@ func merge(pl *plan, keep, repairs bool, p *pod, s *scratch, cache *recordCache)
 	s.markMissing(pl.annotations, p.annotationKeys)
 	s.markMissing(pl.labels[:pl.injectedAt], p.labelKeys)
 	injected, replaceInjected := s.markInjected(pl, p)
+	s.podResourceAdds(pl, p)
 	// A status graft wrote, to which this request adds nothing, stays.
 	unchanged := s.curCanonical && !s.addedAny && s.recordsAll(pl)
 	if !unchanged {

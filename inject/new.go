@@ -76,6 +76,12 @@ func New(cfg Config, set *templates.Set, opts ...EngineOption) (*Engine, error) 
 				return nil, fmt.Errorf("%w: profile %q: %w", ErrConfig, name, err)
 			}
 		}
+		if err := p.checkLocks(ps.allowed); err != nil {
+			return nil, fmt.Errorf("%w: profile %q: %w", ErrConfig, name, err)
+		}
+		if err := p.checkLocks(ps.templates); err != nil {
+			return nil, fmt.Errorf("%w: profile %q: %w", ErrConfig, name, err)
+		}
 		def, err := e.buildEntry(ps, ps.templates, nil)
 		if err != nil {
 			return nil, fmt.Errorf("%w: profile %q: %w", ErrConfig, name, err)
@@ -84,6 +90,16 @@ func New(cfg Config, set *templates.Set, opts ...EngineOption) (*Engine, error) 
 			return nil, fmt.Errorf("%w: profile %q: %s", ErrConfig, name, def.denyMsg)
 		}
 		ps.def = def
+		// A template a Pod may add must render within the profile's
+		// guards with the profile's own values, or no Pod could add it.
+		for _, t := range ps.allowed {
+			if slices.Contains(ps.templates, t) {
+				continue
+			}
+			if _, err := e.buildEntry(ps, []*templates.Template{t}, nil); err != nil {
+				return nil, fmt.Errorf("%w: profile %q: allowed template %s: %w", ErrConfig, name, t.Name, err)
+			}
+		}
 		st.profiles[name] = ps
 		st.profileNames = append(st.profileNames, name)
 	}

@@ -21,12 +21,19 @@ type notice struct {
 	object   string // conflict: "container", "init container" or "volume"
 	name     string
 	template string // conflict: the template left out; moved: the placement
+	// conflict is the conflict, when it is a collision.
+	conflict conflict
 }
 
 // writeNotice appends n as a warning.
 func (w *responseWriter) writeNotice(n *notice) {
 	switch n.kind {
 	case noticeConflict:
+		if n.conflict.kind != collideNone {
+			var buf [256]byte
+			w.warn("graft: template ", n.template, " not injected: ", b2s(appendCollision(buf[:0], &n.conflict, n.template, true)))
+			break
+		}
 		w.warn("graft: template ", n.template, " not injected: the Pod already has ", n.object, ` "`, n.name,
 			`", which graft did not inject`)
 	case noticeRestart:
@@ -41,6 +48,13 @@ func (w *responseWriter) writeNotice(n *notice) {
 // conflictMessage is the deny message for c under profile ps.
 func conflictMessage(dst []byte, c conflict, pl *plan, profile string) []byte {
 	tmpl := pl.tmpls[c.tmpl].name
+	if c.kind != collideNone {
+		dst = appendCollision(dst, &c, tmpl, false)
+		dst = append(dst, `; change it, or set onConflict: keep in profile "`...)
+		dst = append(dst, profile...)
+		dst = append(dst, `" to admit such Pods without `...)
+		return append(dst, tmpl...)
+	}
 	dst = append(dst, "Pod already has "...)
 	dst = append(dst, c.object...)
 	dst = append(dst, ` "`...)

@@ -43,6 +43,13 @@ type plan struct {
 	status element
 	// audit is the auditAnnotations object, raw JSON.
 	audit []byte
+	// level is the Pod Security level the plan needs, and nsDeny, by the
+	// rank of a namespace's level, the message refusing a Pod in a
+	// namespace that enforces less ("" where it suffices).
+	level  levelNeed
+	nsDeny [2]string
+	// os is the operating systems every template supports.
+	os osSet
 	// byRef indexes every element by its ref.
 	byRef []*element
 }
@@ -57,6 +64,10 @@ type planTemplate struct {
 	placement templates.Placement
 	// form is how name and revision reach the status (recordwrite.go).
 	form nameForm
+	// ports and reserved are what its containers open and reserve, which
+	// the Pod's own containers may not (collide.go).
+	ports    []planPort
+	reserved []reservedUID
 }
 
 // element is one thing graft adds, as compact JSON.
@@ -76,6 +87,8 @@ type element struct {
 	form nameForm
 	// token says where a container's ServiceAccount token mount goes.
 	token tokenSplice
+	// overridable: an app env var app containers may set themselves.
+	overridable bool
 }
 
 // templateIndex returns the index in pl.tmpls of the template called
@@ -205,6 +218,12 @@ func buildPlan(id uint32, revision string, tmpls []*templates.Template, params m
 		return nil, fmt.Errorf("audit annotations: %w", err)
 	}
 	pl.audit = audit
+	pl.level = planLevel(tmpls, params)
+	pl.os = planOS(tmpls)
+	if err := planCollisions(pl, tmpls); err != nil {
+		return nil, fmt.Errorf("internal: %w", err)
+	}
+	namespaceDenials(pl)
 	pl.byRef = pl.elements()
 	for i, e := range pl.byRef {
 		e.ref, e.form = i, formOf(e.name)

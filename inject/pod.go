@@ -27,6 +27,8 @@ type pod struct {
 	hostNetwork        bool
 	// automountOff: spec.automountServiceAccountToken is false.
 	automountOff bool
+	// os is what the spec says of the operating system (os.go).
+	os podOS
 
 	annotations, labels presence
 	annotationKeys      []kv // every annotation: graft's own are looked up here
@@ -44,6 +46,14 @@ type pod struct {
 	// names and mounts back the per-container env and volumeMounts lists.
 	envNames []string
 	mounts   []mount
+	// ports back every container's and init container's ports; uid is
+	// the Pod securityContext's runAsUser (collide.go).
+	ports []port
+	uid   uid
+	// podRes is spec.resources, and podReq and podLim its requests and
+	// limits (podresources.go).
+	podRes         presence
+	podReq, podLim []kv
 	// keysBuf is working memory for the duplicate key check of maps.
 	keysBuf []string
 }
@@ -56,6 +66,8 @@ type container struct {
 	envFrom, envTo        int // span of pod.envNames
 	mountsFrom, mountsTo  int // span of pod.mounts
 	envCount, mountsCount int
+	// uid is securityContext.runAsUser.
+	uid uid
 }
 
 type initContainer struct {
@@ -68,6 +80,8 @@ type initContainer struct {
 	// reads (see tokenVolume).
 	tokenPath   bool
 	tokenVolume string
+	// uid is securityContext.runAsUser.
+	uid uid
 }
 
 type mount struct{ name, path string }
@@ -82,8 +96,12 @@ func (p *pod) reset() {
 		pullSecrets:    p.pullSecrets[:0],
 		envNames:       p.envNames[:0],
 		mounts:         p.mounts[:0],
+		ports:          p.ports[:0],
+		podReq:         p.podReq[:0],
+		podLim:         p.podLim[:0],
 		keysBuf:        p.keysBuf[:0],
 	}
+	p.os.reset()
 }
 
 func (p *pod) annotation(key string) (string, bool) { return lookup(p.annotationKeys, key) }
@@ -336,6 +354,33 @@ func parseSpec(sc *scanner, p *pod) error {
 				return nil
 			}
 			return parseNamed(sc, &p.volumes)
+		case "os":
+			if err := seen.once(6, k); err != nil {
+				return err
+			}
+			return parseOSName(sc, &p.os)
+		case "nodeSelector":
+			if err := seen.once(7, k); err != nil {
+				return err
+			}
+			return parseNodeSelector(sc, &p.os)
+		case "affinity":
+			if err := seen.once(8, k); err != nil {
+				return err
+			}
+			return parseAffinity(sc, &p.os)
+		case "securityContext":
+			if err := seen.once(9, k); err != nil {
+				return err
+			}
+			var err error
+			p.uid, err = parseRunAsUser(sc)
+			return err
+		case "resources":
+			if err := seen.once(10, k); err != nil {
+				return err
+			}
+			return parsePodResources(sc, p)
 		case "imagePullSecrets":
 			if err := seen.once(5, k); err != nil {
 				return err
@@ -375,6 +420,14 @@ func parseInitContainer(sc *scanner, p *pod) error {
 						c.tokenPath, c.tokenVolume = true, m.name
 					}
 				})
+			}
+		case "ports":
+			if err = seen.once(3, k); err == nil {
+				err = parsePorts(sc, p, len(p.initContainers), true)
+			}
+		case "securityContext":
+			if err = seen.once(4, k); err == nil {
+				c.uid, err = parseRunAsUser(sc)
 			}
 		default:
 			err = sc.skip()
@@ -432,6 +485,14 @@ func parseContainer(sc *scanner, p *pod) error {
 				c.mountsFrom = len(p.mounts)
 				err = eachMount(sc, func(m mount) { p.mounts = append(p.mounts, m) })
 				c.mountsTo = len(p.mounts)
+			}
+		case "ports":
+			if err = seen.once(3, k); err == nil {
+				err = parsePorts(sc, p, len(p.containers), false)
+			}
+		case "securityContext":
+			if err = seen.once(4, k); err == nil {
+				c.uid, err = parseRunAsUser(sc)
 			}
 		default:
 			err = sc.skip()

@@ -2,7 +2,9 @@ package inject
 
 import (
 	"encoding/json"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/graftdev/graft/internal/names"
@@ -38,6 +40,10 @@ func checkUninject(t *testing.T, orig, patched []byte) {
 	got := decodeGeneric(t, u.Pod)
 	dropEmpty(want)
 	dropEmpty(got)
+	// Uninject takes back what graft added to the pod-level figures and
+	// writes them in one spelling ("1e3" may come back as "1k").
+	canonicalFigures(want)
+	canonicalFigures(got)
 	if !reflect.DeepEqual(want, got) {
 		wb, _ := json.Marshal(want)
 		gb, _ := json.Marshal(got)
@@ -48,7 +54,7 @@ func checkUninject(t *testing.T, orig, patched []byte) {
 // checkUpgrades rewrites the injected Pod as an older graft would have
 // left it, and checks graft upgrades it in one call to the Pod it injects
 // now, then patches nothing.
-func checkUpgrades(t *testing.T, e *Engine, o Options, patched []byte) {
+func checkUpgrades(t *testing.T, e *Engine, o Options, orig, patched []byte) {
 	t.Helper()
 	pod := decodeGeneric(t, patched)
 	ann := pod["metadata"].(map[string]any)["annotations"].(map[string]any)
@@ -82,6 +88,11 @@ func checkUpgrades(t *testing.T, e *Engine, o Options, patched []byte) {
 	legacy, _ := json.Marshal(map[string]any{"templates": []string{"agent"},
 		"initContainers": agent.InitContainers, "containers": agent.Containers, "volumes": agent.Volumes})
 	v1["metadata"].(map[string]any)["annotations"].(map[string]any)[names.Status] = string(legacy)
+	// A graft that wrote version 1 added nothing to pod-level resources:
+	// the upgrade adds its containers' figures.
+	if res, ok := decodeGeneric(t, orig)["spec"].(map[string]any)["resources"]; ok {
+		v1["spec"].(map[string]any)["resources"] = res
+	}
 	fromV1 := admitGeneric(t, e, o, v1)
 	want := decodeGeneric(t, patched)
 	for _, p := range []map[string]any{fromV1, want} {
@@ -145,4 +156,19 @@ func applyTestPatch(t *testing.T, obj, patch []byte) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// canonicalFigures writes a generic Pod's pod-level quantities canonically.
+func canonicalFigures(pod map[string]any) {
+	res, _ := pod["spec"].(map[string]any)["resources"].(map[string]any)
+	for _, side := range []string{"requests", "limits"} {
+		m, _ := res[side].(map[string]any)
+		for k, v := range m {
+			if s, ok := v.(string); ok {
+				if q, err := resource.ParseQuantity(s); err == nil {
+					m[k] = strconv.FormatInt(q.MilliValue(), 10) // one spelling per value: 1e3, 1k and 1000 alike
+				}
+			}
+		}
+	}
 }

@@ -399,6 +399,11 @@ func stripGraft(pl *plan, orig, patched map[string]any) {
 	for _, k := range []string{"initContainers", "containers", "volumes"} {
 		stripList(os, ps, k)
 	}
+	// graft adds its containers' figures to the pod-level resources
+	// (checked by checkStaysValid and against the reference).
+	if res, ok := os["resources"]; ok {
+		ps["resources"] = res
+	}
 	oc, _ := os["containers"].([]any)
 	pcs, _ := ps["containers"].([]any)
 	for i := range pcs {
@@ -440,6 +445,7 @@ func TestProperties(t *testing.T) {
 	for i := range n {
 		pod := genPod(r)
 		uniqueNames(pod)
+		strictenPod(r, pod)
 		// Two in three Pods come as the API server's in-tree plugins
 		// leave them in a namespace with a ServiceAccount and maybe a
 		// LimitRange; the rest as a bare API server would.
@@ -450,6 +456,8 @@ func TestProperties(t *testing.T) {
 			m.admitInTree(pod, "first")
 			cluster = &m
 		}
+		addPodLevelResources(r, pod)
+		otherOS := targetsOtherOS(pod)
 		// Half the Pods are served by a profile that denies conflicts,
 		// half by one that keeps the Pod's own objects.
 		keep := r.IntN(2) == 0
@@ -467,6 +475,12 @@ func TestProperties(t *testing.T) {
 				t.Fatal("non-deterministic response")
 			}
 
+			if otherOS {
+				if res.Decision != DecisionSkip || res.Reason != ReasonOS || responsePatch(t, resp) != nil {
+					t.Fatalf("a Pod for Windows: %v/%v, want skipped for os\n%s", res.Decision, res.Reason, resp)
+				}
+				return
+			}
 			// Same answer as the typed reference path, which knows nothing
 			// of the in-tree plugins: in a cluster, the same Pod once the
 			// API server has defaulted it and re-run its plugins.
@@ -482,6 +496,7 @@ func TestProperties(t *testing.T) {
 			if err := json.Unmarshal(patched, &fast); err != nil {
 				t.Fatalf("patched object is not a Pod: %v", err)
 			}
+			checkStaysValid(t, reviewObject(t, review), patched)
 			if cluster == nil {
 				var ref corev1.Pod
 				if err := json.Unmarshal(refJSON, &ref); err != nil {
@@ -509,7 +524,7 @@ func TestProperties(t *testing.T) {
 			}
 
 			checkUninject(t, reviewObject(t, review), patched)
-			checkUpgrades(t, e, o, patched)
+			checkUpgrades(t, e, o, reviewObject(t, review), patched)
 
 			// Reinvocation after each foreign mutator never duplicates,
 			// never undoes the foreign edit, and converges.

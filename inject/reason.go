@@ -16,13 +16,26 @@ const (
 	ReasonMirrorPod
 	ReasonNamespaceExcluded
 	ReasonNoTemplates
+	// ReasonOS: the Pod runs on an operating system the profile's
+	// templates do not support (spec.os.name, or a kubernetes.io/os node
+	// selector or required node affinity): their containers would make
+	// it invalid or could not run there.
+	ReasonOS
 	// Deny or failure reasons.
 	ReasonInvalidParams
 	ReasonTemplateSelection
 	// ReasonConflict: the Pod holds a container, init container or volume
-	// named like one graft injects that graft did not inject, and the
-	// profile's onConflict is deny.
+	// named like one graft injects that graft did not inject, or one of
+	// its containers uses a port, port name, uid, mount path or env var
+	// a template's would, and the profile's onConflict is deny.
 	ReasonConflict
+	// ReasonPodSecurity: what graft would inject needs a Pod Security
+	// level above the profile's podSecurity.maxLevel or the namespace's
+	// enforced level.
+	ReasonPodSecurity
+	// ReasonPodResources: the Pod sets pod-level resources and the
+	// profile's podResources is deny.
+	ReasonPodResources
 	ReasonBudgetExceeded
 	ReasonOverload
 	ReasonInternal
@@ -43,9 +56,12 @@ var reasonNames = [numReasons]string{
 	ReasonMirrorPod:         "mirror-pod",
 	ReasonNamespaceExcluded: "namespace-excluded",
 	ReasonNoTemplates:       "no-templates",
+	ReasonOS:                "os",
 	ReasonInvalidParams:     "invalid-params",
 	ReasonTemplateSelection: "template-selection",
 	ReasonConflict:          "conflict",
+	ReasonPodSecurity:       "pod-security",
+	ReasonPodResources:      "pod-resources",
 	ReasonBudgetExceeded:    "budget-exceeded",
 	ReasonOverload:          "overload",
 	ReasonInternal:          "internal-error",
@@ -70,4 +86,4 @@ func Reasons() []Reason {
 }
 
 // IsSkip reports whether r is a reason to leave a Pod alone.
-func (r Reason) IsSkip() bool { return r >= ReasonNotPod && r <= ReasonNoTemplates }
+func (r Reason) IsSkip() bool { return r >= ReasonNotPod && r <= ReasonOS }

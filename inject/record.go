@@ -59,6 +59,8 @@ type recEntry struct {
 	name, revision, digest string
 	lists                  [numKinds]span
 	apps                   span
+	// podRes is the podResources object's JSON text, or "".
+	podRes string
 }
 
 // recApp is what graft added to one app container: env var names and
@@ -100,6 +102,15 @@ func (r *record) owns(k listKind, name string) bool {
 		}
 	}
 	return false
+}
+
+// podResources returns the podResources the entry of template tmpl
+// records, as JSON, or "".
+func (r *record) podResources(tmpl string) string {
+	if i := r.find(tmpl); i >= 0 {
+		return r.entries[i].podRes
+	}
+	return ""
 }
 
 // credits reports whether the entry of template tmpl lists name in its
@@ -211,6 +222,13 @@ func (r *record) entry(sc *scanner) error {
 			e.revision, err = r.str(sc)
 		case "digest":
 			e.digest, err = r.str(sc)
+		case "podResources":
+			start := sc.i
+			if sc.peek() != '{' {
+				return errStatus
+			}
+			err = sc.skipComposite()
+			e.podRes = sc.s[start:sc.i]
 		case "appContainers":
 			from := len(r.apps)
 			err = eachKey(sc, func(c string) error {

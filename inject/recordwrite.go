@@ -94,6 +94,7 @@ func (s *scratch) appendEntry(dst []byte, r *record, o outEntry, pl *plan, p *po
 		}
 	}
 	dst = s.appendApps(dst, r, o, pl, p)
+	dst = s.appendPodResources(dst, r, o)
 	return append(dst, '}')
 }
 

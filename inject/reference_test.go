@@ -2,6 +2,7 @@ package inject
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"slices"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/wI2L/jsondiff"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/graftdev/graft/internal/names"
 )
@@ -44,6 +46,15 @@ func referenceInject(t *testing.T, pl *plan, object []byte, keep bool) (patched 
 		return slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == name })
 	}
 	skip := make([]bool, len(pl.tmpls))
+	// Collisions: what a template adds that an app container already uses.
+	for ti := range pl.tmpls {
+		if referenceCollides(pl, ti, &pod) {
+			if !keep {
+				return nil, true
+			}
+			skip[ti] = true
+		}
+	}
 	for _, k := range []struct {
 		els   []element
 		taken func(string) bool
@@ -121,6 +132,45 @@ func referenceInject(t *testing.T, pl *plan, object []byte, keep bool) (patched 
 			}
 		}
 	}
+	// Pod-level resources: each template's containers' requests added to
+	// each pod-level request, their limits (else requests) to each limit.
+	if res := pod.Spec.Resources; res != nil && (len(res.Requests) > 0 || len(res.Limits) > 0) {
+		adds := make([]PodResources, len(pl.tmpls))
+		for _, l := range [][]element{pl.inits, pl.sidecars} {
+			for _, el := range l {
+				if skip[el.tmpl] {
+					continue
+				}
+				var c corev1.Container
+				decode(el.raw, &c)
+				for name := range res.Requests {
+					if q, ok := c.Resources.Requests[name]; ok && !q.IsZero() {
+						sum := res.Requests[name]
+						sum.Add(q)
+						res.Requests[name] = sum
+						adds[el.tmpl].Requests = addRecorded(adds[el.tmpl].Requests, string(name), q)
+					}
+				}
+				for name := range res.Limits {
+					q, ok := c.Resources.Limits[name]
+					if !ok {
+						q, ok = c.Resources.Requests[name]
+					}
+					if ok && !q.IsZero() {
+						sum := res.Limits[name]
+						sum.Add(q)
+						res.Limits[name] = sum
+						adds[el.tmpl].Limits = addRecorded(adds[el.tmpl].Limits, string(name), q)
+					}
+				}
+			}
+		}
+		for i := range entries {
+			if len(adds[i].Requests) > 0 || len(adds[i].Limits) > 0 {
+				entries[i].PodResources = &adds[i]
+			}
+		}
+	}
 	// graft.dev/injected: the revision, recorded by the first template
 	// injected, unless the Pod already carries it.
 	if i := slices.Index(skip, false); i >= 0 && pod.Labels[names.Injected] != pl.revision {
@@ -167,4 +217,60 @@ func referenceInject(t *testing.T, pl *plan, object []byte, keep bool) (patched 
 		t.Fatalf("reference: apply: %v", err)
 	}
 	return out, false
+}
+
+// referenceCollides is findCollision on a typed Pod none of whose
+// containers graft injected.
+func referenceCollides(pl *plan, ti int, pod *corev1.Pod) bool {
+	t := &pl.tmpls[ti]
+	all := append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...)
+	proto := func(p corev1.Protocol) corev1.Protocol { return cmp.Or(p, corev1.ProtocolTCP) }
+	for _, gp := range t.ports {
+		for _, c := range all {
+			for _, pt := range c.Ports {
+				if int64(pt.ContainerPort) == gp.number && proto(pt.Protocol) == proto(corev1.Protocol(gp.protocol)) ||
+					gp.name != "" && pt.Name == gp.name {
+					return true
+				}
+			}
+		}
+	}
+	for _, ru := range t.reserved {
+		for _, c := range all {
+			u := pod.Spec.SecurityContext.RunAsUser
+			if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
+				u = c.SecurityContext.RunAsUser
+			}
+			if u != nil && *u == ru.uid {
+				return true
+			}
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		for _, el := range pl.appEnv {
+			if el.tmpl == ti && !el.overridable && slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == el.name }) {
+				return true
+			}
+		}
+		for _, el := range pl.appMount {
+			if el.tmpl == ti && slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == el.mountPath && m.Name != el.name }) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// addRecorded adds q to m[name], as graft.dev/status records it.
+func addRecorded(m map[string]string, name string, q resource.Quantity) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	if v, ok := m[name]; ok {
+		sum := resource.MustParse(v)
+		sum.Add(q)
+		q = sum
+	}
+	m[name] = q.String()
+	return m
 }

@@ -54,6 +54,14 @@ type scratch struct {
 	// resourced, when not nil, holds per element ref the JSON of an
 	// injected container with LimitRange defaults added (limitrange.go).
 	resourced [][]byte
+	// replaced are the templates an upgrade replaces, which graft
+	// injected before: they do not collide with the app containers
+	// (upgrade.go).
+	replaced []string
+	// podAdds is what this request adds to the Pod's pod-level resources,
+	// and podResOps how many patch ops that took (podresources.go).
+	podAdds   []podAdd
+	podResOps int
 }
 
 // recentRecipe is a recipe and its shape key, kept for the next edit.
@@ -88,6 +96,8 @@ func (s *scratch) reset() {
 	s.patch = s.patch[:0]
 	s.tokenVolume = ""
 	s.resourced = nil
+	s.replaced = nil
+	s.podAdds, s.podResOps = s.podAdds[:0], 0
 }
 
 // scratchPool keeps scratch between requests: a free list, not a

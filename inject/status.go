@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -61,6 +62,10 @@ type TemplateStatus struct {
 	Labels      []string `json:"labels,omitempty"`
 	// AppContainers maps each app container graft edited to what it added.
 	AppContainers map[string]AppEdits `json:"appContainers,omitempty"`
+	// PodResources is what graft added to the Pod's pod-level resources
+	// (spec.resources) for the containers of this template, when the Pod
+	// set them.
+	PodResources *PodResources `json:"podResources,omitempty"`
 }
 
 // AppEdits is what graft added to one app container: env var names and
@@ -111,6 +116,13 @@ func ParseStatus(value string) (Status, error) {
 			prev.VolumeMounts = append(prev.VolumeMounts, texts(a.mounts)...)
 			ts.AppContainers[text(a.name)] = prev
 		}
+		if e.podRes != "" {
+			var pr PodResources
+			if err := json.Unmarshal([]byte(e.podRes), &pr); err != nil {
+				return Status{}, fmt.Errorf("graft.dev/status: podResources of %s: %w", ts.Name, err)
+			}
+			ts.PodResources = &pr
+		}
 		st.Templates = append(st.Templates, ts)
 	}
 	if r.version == 1 {
@@ -154,6 +166,10 @@ func (s Status) Value() string {
 			r.apps = append(r.apps, recApp{name: name(c), env: names(a.Env), mounts: names(a.VolumeMounts)})
 		}
 		e.apps = span{from, len(r.apps)}
+		if t.PodResources != nil && (len(t.PodResources.Requests) > 0 || len(t.PodResources.Limits) > 0) {
+			b, _ := json.Marshal(t.PodResources) // maps of strings always marshal, sorted
+			e.podRes = string(b)
+		}
 		r.entries = append(r.entries, e)
 	}
 	r.version = 2

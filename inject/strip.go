@@ -199,6 +199,7 @@ func Uninject(pod []byte) (Uninjected, error) {
 	var o owned
 	for i := range st.Templates {
 		o.addTemplate(&st.Templates[i])
+		subtractPodResources(doc, &st.Templates[i])
 	}
 	if st.Legacy != nil {
 		o.addLegacy(st.Legacy)

@@ -31,8 +31,10 @@ import (
 
 // reworked is the answer the rare paths computed.
 type reworked struct {
-	// denyMsg, when set, refuses the Pod (a conflict under onConflict: deny).
+	// denyMsg, when set, refuses the Pod for reason (a conflict under
+	// onConflict: deny, or pod-level resources under podResources: deny).
 	denyMsg string
+	reason  Reason
 	// patch is the RFC 6902 patch, ops counts its operations.
 	patch []byte
 	ops   int
@@ -48,9 +50,10 @@ func (e *Engine) rework(ps *profileState, pl *plan, obj string, upgrade bool, b 
 	orig := []byte(obj)
 	cur := orig
 	rw := &reworked{}
+	var replaced []string
 	if upgrade {
 		var err error
-		if cur, rw.notices, err = upgradeStrip(orig, pl, ps.name); err != nil {
+		if cur, rw.notices, replaced, err = upgradeStrip(orig, pl, ps.name); err != nil {
 			return nil, err
 		}
 	}
@@ -66,13 +69,14 @@ func (e *Engine) rework(ps *profileState, pl *plan, obj string, upgrade bool, b 
 		if err != nil {
 			return nil, err
 		}
+		s.replaced = replaced
 		out := merge(pl, keep, pass == 0, p2, s, nil)
 		if *b = s.budget; b.over { // the scratch's loops read it
 			return nil, errBudget
 		}
 		switch out {
 		case mergeConflict:
-			rw.denyMsg = string(conflictMessage(nil, s.conflict, pl, ps.name))
+			rw.denyMsg, rw.reason = string(conflictMessage(nil, s.conflict, pl, ps.name)), ReasonConflict
 			return rw, nil
 		case mergeUpgrade:
 			return nil, fmt.Errorf("internal: the Pod still needs an upgrade after one")
@@ -87,6 +91,10 @@ func (e *Engine) rework(ps *profileState, pl *plan, obj string, upgrade bool, b 
 			continue
 		}
 		rw.notices = append(rw.notices, s.notices...)
+		if len(s.podAdds) > 0 && ps.cfg.PodResources == PodResourcesDeny {
+			rw.denyMsg, rw.reason = s.podResourcesDenial(pl, ps.name), ReasonPodResources
+			return rw, nil
+		}
 		if len(s.edits) > 0 {
 			_, err := e.writePatch(pl, p2, s)
 			if *b = s.budget; err != nil {
@@ -158,16 +166,20 @@ func (s *scratch) parse(obj []byte, b *budget) (*pod, error) {
 
 // upgradeStrip returns obj without what graft owns of the templates to
 // replace (outdated, or no longer in the plan), its status rewritten to
-// the templates kept, and the notices saying what the upgrade does.
-func upgradeStrip(obj []byte, pl *plan, profile string) ([]byte, []notice, error) {
+// the templates kept, the notices saying what the upgrade does, and the
+// templates of the plan it replaces. Those graft injected before: what
+// the app containers hold of theirs (all of it under a version 1 status,
+// which did not record it) does not collide with them (collide.go).
+func upgradeStrip(obj []byte, pl *plan, profile string) ([]byte, []notice, []string, error) {
 	doc, err := decodeDoc(obj)
 	if err != nil {
-		return nil, nil, fmt.Errorf("internal: upgrade: %w", err)
+		return nil, nil, nil, fmt.Errorf("internal: upgrade: %w", err)
 	}
 	st, _, err := statusOf(doc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("internal: upgrade: %w", err)
+		return nil, nil, nil, fmt.Errorf("internal: upgrade: %w", err)
 	}
+	var replaced []string
 	var o owned
 	var notes []notice
 	kept := Status{Version: 2}
@@ -187,6 +199,10 @@ func upgradeStrip(obj []byte, pl *plan, profile string) ([]byte, []notice, error
 			continue
 		}
 		o.addTemplate(t)
+		subtractPodResources(doc, t)
+		if ti >= 0 {
+			replaced = append(replaced, t.Name)
+		}
 	}
 	if st.Legacy != nil {
 		o.addLegacy(st.Legacy)
@@ -203,9 +219,9 @@ func upgradeStrip(obj []byte, pl *plan, profile string) ([]byte, []notice, error
 	setStatus(doc, value)
 	out, err := json.Marshal(doc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("internal: upgrade: %w", err)
+		return nil, nil, nil, fmt.Errorf("internal: upgrade: %w", err)
 	}
-	return out, notes, nil
+	return out, notes, replaced, nil
 }
 
 func textNotice(parts ...string) notice {

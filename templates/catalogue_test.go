@@ -128,7 +128,12 @@ func TestCatalogueThroughEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := inject.New(inject.DefaultConfig(), set)
+	cfg := inject.DefaultConfig()
+	// The iptables init container needs Pod Security privileged: a
+	// profile must allow it.
+	cfg.Profiles["mesh-proxy-iptables"] = inject.Profile{Templates: []string{"mesh-proxy"},
+		PodSecurity: inject.PodSecurity{MaxLevel: templates.LevelPrivileged}}
+	e, err := inject.New(cfg, set)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,6 +221,12 @@ func TestCatalogueThroughEngine(t *testing.T) {
 		},
 		{
 			profile:     "mesh-proxy",
+			annotations: map[string]string{"graft.dev/mesh-proxy.trafficRedirect": "init-container"},
+			deny: `annotation graft.dev/mesh-proxy.trafficRedirect="init-container": template mesh-proxy with trafficRedirect="init-container" ` +
+				`needs Pod Security level privileged, and profile "mesh-proxy" allows up to restricted (podSecurity.maxLevel)`,
+		},
+		{
+			profile:     "mesh-proxy-iptables",
 			annotations: map[string]string{"graft.dev/mesh-proxy.trafficRedirect": "init-container"},
 			inits:       []string{"graft-proxy-init", "graft-proxy", "migrate"},
 			check: func(t *testing.T, p *corev1.Pod) {

@@ -45,6 +45,15 @@ func writeTemplateDoc(b *bytes.Buffer, t *Template) error {
 	for _, line := range injects(t, f) {
 		fmt.Fprintf(b, "- %s\n", line)
 	}
+	fmt.Fprintf(b, "\n%s\n", podSecurityDoc(t))
+	systems := make([]string, len(t.Supports()))
+	for i, o := range t.Supports() {
+		systems[i] = code(o)
+	}
+	fmt.Fprintf(b, "\nRuns on: %s (graft skips a Pod for another operating system, with reason `os`).\n", strings.Join(systems, ", "))
+	if line := collisionsDoc(t, f); line != "" {
+		fmt.Fprintf(b, "\n%s\n", line)
+	}
 	if len(t.Params) == 0 {
 		b.WriteString("\nIt has no parameters.\n")
 		return nil
@@ -60,6 +69,58 @@ func writeTemplateDoc(b *bytes.Buffer, t *Template) error {
 			code(t.AnnotationKey(p.Name)), p.Type, def, rule(p), cell(p.Description))
 	}
 	return nil
+}
+
+// podSecurityDoc says which Pod Security level the template needs, and
+// which parameter values need more.
+func podSecurityDoc(t *Template) string {
+	line := fmt.Sprintf("Pod Security: needs %s with its defaults", code(string(t.PodSecurity)))
+	var more []string
+	for i := range t.Params {
+		p := &t.Params[i]
+		values := p.Values
+		if p.Type == TypeBool {
+			values = []string{"false", "true"}
+		}
+		for _, v := range values {
+			if l, ok := p.PodSecurity[v]; ok {
+				more = append(more, fmt.Sprintf("%s=%s needs %s", p.Name, code(v), code(string(l))))
+			}
+		}
+	}
+	if len(more) > 0 {
+		line += "; " + strings.Join(more, ", ")
+	}
+	return line + " (a profile allows more with `podSecurity.maxLevel`)."
+}
+
+// collisionsDoc says what of the template's the Pod's own containers may
+// not use; "" when nothing.
+func collisionsDoc(t *Template, f *Fragment) string {
+	var parts []string
+	if len(t.ReservedUIDs) > 0 {
+		uids := make([]string, len(t.ReservedUIDs))
+		for i, u := range t.ReservedUIDs {
+			uids[i] = code(fmt.Sprint(u))
+		}
+		parts = append(parts, "no app container may run as uid "+strings.Join(uids, ", "))
+	}
+	if len(f.AppEnv) > 0 {
+		if len(t.OverridableEnv) > 0 {
+			over := make([]string, len(t.OverridableEnv))
+			for i, o := range t.OverridableEnv {
+				over[i] = code(o)
+			}
+			parts = append(parts, "an app container may set "+strings.Join(over, ", ")+" itself, but no other env var the template adds")
+		} else {
+			parts = append(parts, "no app container may set an env var the template adds")
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "Conflicts (answered per the profile's `onConflict`), besides its names, ports, port names and mount paths: " +
+		strings.Join(parts, "; ") + "."
 }
 
 // injects describes a rendered fragment in a few lines.

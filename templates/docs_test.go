@@ -42,18 +42,24 @@ func TestDocsDescribeTemplates(t *testing.T) {
 	s, err := LoadFS(fstest.MapFS{"a.yaml": {Data: []byte(`name: a
 description: Does a | b.
 placement: last
+podSecurity: baseline
 parameters:
   - {name: image, type: string, default: "x:1", pattern: '^(x|y):1$', description: The image.}
   - {name: cpu, type: quantity, default: 10m, min: 1m, description: CPU.}
   - {name: wait, type: duration, default: 1s, max: 1m, description: Wait.}
   - {name: count, type: int, default: "2", min: "1", max: "3", description: Count.}
   - {name: mode, type: enum, default: fast, values: [fast, slow], description: Mode.}
-  - {name: debug, type: bool, default: "false", description: Debug.}
+  - {name: debug, type: bool, default: "false", description: Debug., podSecurity: {"true": privileged}}
   - {name: hosts, type: list, default: "", max: "4", pattern: '^[a-z]+$', description: Hosts.}
   - {name: note, type: string, default: "", description: Free text.}
 fragment: |
   initContainers:
-    - {name: graft-a, image: {{ .image | quote }}, restartPolicy: Always}
+    - name: graft-a
+      image: {{ .image | quote }}
+      restartPolicy: Always
+      {{- if .debug }}
+      securityContext: {privileged: true}
+      {{- end }}
   volumes:
     - {name: graft-a-data, emptyDir: {}}
   appContainers:
@@ -75,6 +81,8 @@ fragment: |
 		"- in every app container that does not set it already, the env var `A_ADDR`, `A_MODE`",
 		"- in every app container, volume `graft-a-data` mounted read-only at `/a`",
 		"- annotation `a.example.com/on`",
+		"Runs on: `linux` (graft skips a Pod for another operating system, with reason `os`).",
+		"Pod Security: needs `baseline` with its defaults; debug=`true` needs `privileged` (a profile allows more with `podSecurity.maxLevel`).",
 		"| `graft.dev/a.image` | string | `x:1` | matches `^(x\\|y):1$` | The image. |",
 		"| `graft.dev/a.cpu` | quantity | `10m` | at least `1m` | CPU. |",
 		"| `graft.dev/a.wait` | duration | `1s` | at most `1m` | Wait. |",

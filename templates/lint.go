@@ -108,7 +108,7 @@ func lintDir(fsys fs.FS, dir string, cases func(*Template) []lintCase) ([]*Templ
 		if t.Name != base {
 			problems = append(problems, Problem{file, t.Name, fmt.Sprintf("template name %q does not match the file name", t.Name)})
 		}
-		for _, msg := range lintBooleans(data) {
+		for _, msg := range append(lintBooleans(data), t.lintInterpolation()...) {
 			problems = append(problems, Problem{file, t.Name, msg})
 		}
 		msgs, f := lintTemplate(t, cases(t))
@@ -186,6 +186,14 @@ func lintTemplate(t *Template, cases []lintCase) (out []string, defaults *Fragme
 			found = rerr.Problems
 		case err != nil:
 			found = []string{err.Error()}
+		default:
+			if msg := t.lintLevel(f, c.overrides); msg != "" {
+				found = []string{msg}
+			}
+			found = append(found, t.lintOS(f)...)
+			if i == 0 {
+				found = append(found, t.lintReserved(f)...)
+			}
 		}
 		for _, msg := range found {
 			if !seen[msg] {

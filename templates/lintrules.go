@@ -194,7 +194,25 @@ func checkMount(m *corev1.VolumeMount, volumes map[string]bool) []string {
 	} else if strings.Contains(m.MountPath, ":") {
 		out = append(out, fmt.Sprintf("mountPath %q must not contain ':'", m.MountPath))
 	}
+	if hasDotDot(m.MountPath) {
+		// The kubelet would mount where the path leads once cleaned:
+		// anywhere in the container, over the ServiceAccount token too.
+		out = append(out, fmt.Sprintf("mountPath %q must not contain '..'", m.MountPath))
+	}
+	if m.SubPath != "" && (hasDotDot(m.SubPath) || path.IsAbs(m.SubPath)) {
+		out = append(out, fmt.Sprintf("subPath %q must be a relative path without '..'", m.SubPath))
+	}
 	return out
+}
+
+// hasDotDot reports whether a slash-separated path has a ".." element.
+func hasDotDot(p string) bool {
+	for _, el := range strings.Split(p, "/") {
+		if el == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // checkResources checks resource names, that quantities are not negative,

@@ -40,6 +40,10 @@ type Param struct {
 	Max string `json:"max,omitempty"`
 	// Values lists what an enum accepts; required for enum, and for enum only.
 	Values []string `json:"values,omitempty"`
+	// PodSecurity maps values of an enum or bool parameter to the Pod
+	// Security level the fragment needs with them, where that is more than
+	// the template's own podSecurity: {init-container: privileged}.
+	PodSecurity map[string]Level `json:"podSecurity,omitempty"`
 
 	re *regexp.Regexp
 }

@@ -22,6 +22,29 @@ type Template struct {
 	Description string `json:"description"`
 	// Placement says where the fragment's initContainers go; default first.
 	Placement Placement `json:"placement,omitempty"`
+	// PodSecurity is the Pod Security level (restricted, baseline or
+	// privileged) the fragment needs with every parameter at a value its
+	// podSecurity does not name; default restricted. `graft templates
+	// lint` checks it with the API server's own Pod Security checks, and
+	// the engine injects the template only where the profile and the
+	// namespace allow it.
+	PodSecurity Level `json:"podSecurity,omitempty"`
+	// OS lists the operating systems (linux, windows) the fragment's
+	// containers run on; default [linux]. graft skips a Pod for another
+	// one (spec.os.name, or a kubernetes.io/os node selector or required
+	// node affinity) with reason os, rather than make it invalid.
+	OS []string `json:"os,omitempty"`
+	// ReservedUIDs are uids the template's containers run as that no app
+	// container may (a proxy whose traffic the redirection exempts by uid):
+	// a Pod whose container, or Pod securityContext, runs as one is a
+	// conflict, answered per the profile's onConflict. Each must be the
+	// runAsUser of one of the template's containers.
+	ReservedUIDs []int64 `json:"reservedUIDs,omitempty"`
+	// OverridableEnv names the appContainers env vars an app container may
+	// set itself, graft then leaving its value (a name, or a prefix ending
+	// in *): OTEL_* for an SDK's settings. An app container that sets any
+	// other of them is a conflict, answered per the profile's onConflict.
+	OverridableEnv []string `json:"overridableEnv,omitempty"`
 	// Params are the parameters the fragment reads as .<name>, each settable
 	// per Pod with the annotation graft.dev/<template>.<name>. Names are
 	// unique within the template.
@@ -36,6 +59,43 @@ type Template struct {
 	// (graft.dev/status) covers them.
 	Source []byte `json:"-"`
 	tmpl   *template.Template
+}
+
+// Operating systems a template may declare.
+const (
+	OSLinux   = "linux"
+	OSWindows = "windows"
+)
+
+// Supports lists the operating systems t's containers run on.
+func (t *Template) Supports() []string {
+	if len(t.OS) == 0 {
+		return []string{OSLinux}
+	}
+	return t.OS
+}
+
+func (t *Template) checkOS() error {
+	for i, o := range t.OS {
+		if o != OSLinux && o != OSWindows {
+			return fmt.Errorf("template %s: os %q: want linux or windows", t.Name, o)
+		}
+		if slices.Contains(t.OS[:i], o) {
+			return fmt.Errorf("template %s: os %q listed twice", t.Name, o)
+		}
+	}
+	return nil
+}
+
+// EnvOverridable reports whether an app container may set the env var
+// name itself (OverridableEnv).
+func (t *Template) EnvOverridable(name string) bool {
+	for _, o := range t.OverridableEnv {
+		if p, ok := strings.CutSuffix(o, "*"); ok && strings.HasPrefix(name, p) || o == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Param looks up a declared parameter.
@@ -78,6 +138,12 @@ func (t *Template) init() error {
 			return fmt.Errorf("template %s: %w", t.Name, err)
 		}
 	}
+	if err := t.checkLevels(); err != nil {
+		return err
+	}
+	if err := t.checkOS(); err != nil {
+		return err
+	}
 	tmpl, err := template.New(t.Name).Option("missingkey=error").Funcs(funcs).Parse(t.Fragment)
 	if err != nil {
 		return fmt.Errorf("template %s: fragment: %w", t.Name, err)
@@ -116,9 +182,19 @@ func (t *Template) Values(overrides map[string]string) (map[string]any, error) {
 // *RenderError, see checkFragment): every caller, the engine included,
 // gets only fragments that pass lint's Kubernetes checks.
 func (t *Template) Render(overrides map[string]string) (*Fragment, error) {
-	text, err := t.RenderYAML(overrides)
+	vals, err := t.Values(overrides)
 	if err != nil {
 		return nil, err
+	}
+	text, err := t.execute(vals)
+	if err != nil {
+		return nil, err
+	}
+	// A value must not change the document's structure (structure.go):
+	// checked before the fragment is, since such a value may render a
+	// fragment that passes every other rule.
+	if problems := t.checkStructure(vals, text); len(problems) > 0 {
+		return nil, &RenderError{Template: t.Name, Problems: problems}
 	}
 	f, err := parseFragment(text)
 	if err != nil {
@@ -137,6 +213,11 @@ func (t *Template) RenderYAML(overrides map[string]string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return t.execute(vals)
+}
+
+// execute runs the fragment with resolved values.
+func (t *Template) execute(vals map[string]any) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := t.tmpl.Execute(&buf, vals); err != nil {
 		return nil, &RenderError{Template: t.Name, Problems: []string{"render: " + err.Error()}, err: err}

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/templates"
 )
 
 var (
@@ -21,8 +22,8 @@ var (
 	jsonType     = []byte("application/json")
 )
 
-// handle routes a request on the TLS port: /inject[/<profile>[/<revision
-// or tag>]] and the admin routes.
+// handle routes a request on the TLS port:
+// /inject[/<profile>[.<level>][/<revision or tag>]] and the admin routes.
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	path := ctx.Path()
 	if bytes.Equal(path, routeMetrics) && !s.metricsOnWebhookPort {
@@ -31,18 +32,40 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	}
 	if rest, ok := bytes.CutPrefix(path, routeInject); ok {
 		if len(rest) == 0 {
-			s.inject(ctx, nil, nil)
+			s.inject(ctx, nil, nil, "")
 			return
 		}
 		profile, revision, ok := splitRoute(rest)
+		var level templates.Level
+		if ok {
+			profile, level, ok = cutLevel(profile)
+		}
 		if !ok {
 			ctx.Error("not found", fasthttp.StatusNotFound)
 			return
 		}
-		s.inject(ctx, profile, revision)
+		s.inject(ctx, profile, revision, level)
 		return
 	}
 	s.handleAdmin(ctx)
+}
+
+// cutLevel splits "<profile>.<level>", the route of a profile's webhook
+// for namespaces whose Pod Security enforce label is level
+// (internal/registration), into the profile and the level; a profile
+// alone has no level. The level is one of the constants, so nothing
+// allocates.
+func cutLevel(seg []byte) (profile []byte, level templates.Level, ok bool) {
+	profile, l, dotted := bytes.Cut(seg, []byte{'.'})
+	if !dotted {
+		return seg, "", true
+	}
+	for _, want := range templates.Levels() {
+		if string(l) == string(want) {
+			return profile, want, len(profile) > 0
+		}
+	}
+	return nil, "", false
 }
 
 // splitRoute reads "/<profile>" or "/<profile>/<revision>" (revision nil
@@ -100,12 +123,13 @@ func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 }
 
 // inject answers one AdmissionReview. profileName is nil for /inject,
-// revisionName for routes without a revision or tag.
+// revisionName for routes without a revision or tag, and level is the
+// namespace's Pod Security level where the route says it.
 //
 // The body is read into a buffer of the body budget (body.go), handed to
 // the engine without a copy, and given back when this function returns:
 // so are the Result's UID, Namespace and Name, which alias it.
-func (s *Server) inject(ctx *fasthttp.RequestCtx, profileName, revisionName []byte) {
+func (s *Server) inject(ctx *fasthttp.RequestCtx, profileName, revisionName []byte, level templates.Level) {
 	if !ctx.IsPost() {
 		ctx.Error("method not allowed: use POST", fasthttp.StatusMethodNotAllowed)
 		ctx.Response.Header.Set(fasthttp.HeaderAllow, "POST")
@@ -146,9 +170,10 @@ func (s *Server) inject(ctx *fasthttp.RequestCtx, profileName, revisionName []by
 		revision = string(revisionName) // ErrUnknownRevision, as above
 	}
 	opts := inject.Options{
-		Profile:  profile,
-		Revision: revision,
-		Deadline: deadline(start, st.settings.Budget.Duration, st.settings.TimeoutMargin.Duration, timeoutArg),
+		Profile:     profile,
+		Revision:    revision,
+		PodSecurity: level,
+		Deadline:    deadline(start, st.settings.Budget.Duration, st.settings.TimeoutMargin.Duration, timeoutArg),
 	}
 	rb := s.bufs.get()
 	var (

@@ -44,6 +44,10 @@ func TestHTTPEdges(t *testing.T) {
 		{"json with charset", http.MethodPost, "/inject", "application/json; charset=utf-8", review, http.StatusOK, ""},
 		{"json in capitals", http.MethodPost, "/inject", "Application/JSON", review, http.StatusOK, ""},
 		{"named profile", http.MethodPost, "/inject/agent", "application/json", review, http.StatusOK, ""},
+		{"profile at a Pod Security level", http.MethodPost, "/inject/agent.restricted", "application/json", review, http.StatusOK, ""},
+		{"profile at an unknown level", http.MethodPost, "/inject/agent.strict", "application/json", review, http.StatusNotFound, ""},
+		{"a level without a profile", http.MethodPost, "/inject/.baseline", "application/json", review, http.StatusNotFound, ""},
+		{"a level and a revision", http.MethodPost, "/inject/agent.baseline/default", "application/json", review, http.StatusOK, ""},
 		{"healthz on TLS port", http.MethodGet, "/healthz", "", nil, http.StatusOK, ""},
 	}
 	for _, tc := range cases {

@@ -122,3 +122,9 @@ const watchdogExample = `  # As deploy/components/watchdog runs it, in the clust
 
   # Slower to act, and gentler
   graft watchdog --grace 5m --max-restarts-per-minute 5`
+
+const guaranteeExample = `  # The guarantee policies of a configuration, applied after its webhooks
+  graft guarantee --config graft-config.yaml | kubectl apply -f -
+
+  # What the policies know of custom templates (the chart's policy.templateFacts)
+  graft guarantee --facts --templates-dir ./templates`

@@ -75,6 +75,7 @@ func newRootCmd() *cobra.Command {
 		newCertsCmd(),
 		newExportCmd(),
 		newWebhooksCmd(),
+		newGuaranteeCmd(),
 		newProbeCmd(),
 		newVersionCmd(),
 	)

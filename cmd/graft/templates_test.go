@@ -21,7 +21,7 @@ parameters:
   - {name: port, type: int, default: "80", min: "1", max: "99999", description: Port.}
 fragment: |
   initContainers:
-    - {name: graft-x, image: x, restartPolicy: Always, ports: [{containerPort: {{ .port }}}]}
+    - {name: graft-x, image: x, restartPolicy: Always, ports: [{containerPort: {{ .port }}}], securityContext: {allowPrivilegeEscalation: false, runAsNonRoot: true, capabilities: {drop: [ALL]}, seccompProfile: {type: RuntimeDefault}}}
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/graftdev/graft/inject"
@@ -104,7 +106,27 @@ func sameObject(t *testing.T, want, got []byte) bool {
 	if err := json.Unmarshal(gj, &g); err != nil {
 		t.Fatal(err)
 	}
+	canonicalPodResources(w)
+	canonicalPodResources(g)
 	return reflect.DeepEqual(pruneEmpty(w), pruneEmpty(g))
+}
+
+// canonicalPodResources writes the Pod's pod-level quantities
+// canonically: graft uninject takes back what graft added to them, and
+// writes the result in one spelling ("0.2" comes back as "200m").
+func canonicalPodResources(pod any) {
+	spec, _ := pod.(map[string]any)["spec"].(map[string]any)
+	res, _ := spec["resources"].(map[string]any)
+	for _, side := range []string{"requests", "limits"} {
+		m, _ := res[side].(map[string]any)
+		for k, v := range m {
+			if s, ok := v.(string); ok {
+				if q, err := resource.ParseQuantity(s); err == nil {
+					m[k] = strconv.FormatInt(q.MilliValue(), 10) // one spelling per value: 1e3, 1k and 1000 alike
+				}
+			}
+		}
+	}
 }
 
 // pruneEmpty drops null, empty-list and empty-map values: graft.dev/status

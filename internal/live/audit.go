@@ -3,6 +3,8 @@ package live
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +19,16 @@ import (
 // and workloads, never with Pods. The caller closes out with the report.
 func (cl *Cluster) Audit(ctx context.Context, a *audit.Auditor, namespace string, chunk int64, out audit.Writer, start time.Time) (*audit.Report, error) {
 	rep := audit.NewReport(start)
-	err := cl.Classify(ctx, a, namespace, chunk, func(_ audit.Namespace, _ audit.Pod, res *audit.PodResult) error {
+	// Namespaces whose labels select no webhook are reported though they
+	// may have no Pods: under the guarantee, none can be created there.
+	listed := func(nss map[string]audit.Namespace) {
+		for _, name := range slices.Sorted(maps.Keys(nss)) {
+			if r, ok := a.CheckNamespace(nss[name]); ok {
+				rep.Namespaces = append(rep.Namespaces, r)
+			}
+		}
+	}
+	err := cl.classify(ctx, a, namespace, chunk, listed, func(_ audit.Namespace, _ audit.Pod, res *audit.PodResult) error {
 		rep.Add(res)
 		if err := out.Pod(res); err != nil {
 			return fmt.Errorf("writing the report: %w", err)
@@ -36,6 +47,13 @@ func (cl *Cluster) Audit(ctx context.Context, a *audit.Auditor, namespace string
 // and the Pod as the audit read it (valid during the call only): what
 // graft audit and graft rollout start from.
 func (cl *Cluster) Classify(ctx context.Context, a *audit.Auditor, namespace string, chunk int64, each func(audit.Namespace, audit.Pod, *audit.PodResult) error) error {
+	return cl.classify(ctx, a, namespace, chunk, nil, each)
+}
+
+// classify is Classify, handing listed (when not nil) the namespaces
+// once they are listed, before any Pod.
+func (cl *Cluster) classify(ctx context.Context, a *audit.Auditor, namespace string, chunk int64,
+	listed func(map[string]audit.Namespace), each func(audit.Namespace, audit.Pod, *audit.PodResult) error) error {
 	c := cl.client
 	nss := map[string]audit.Namespace{}
 	if namespace != "" {
@@ -60,6 +78,9 @@ func (cl *Cluster) Classify(ctx context.Context, a *audit.Auditor, namespace str
 		if err != nil {
 			return fmt.Errorf("listing namespaces: %w", err)
 		}
+	}
+	if listed != nil {
+		listed(nss)
 	}
 	own, err := loadOwners(ctx, c, namespace, chunk)
 	if err != nil {

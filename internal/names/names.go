@@ -67,6 +67,9 @@ const (
 	NamespaceNameLabel = "kubernetes.io/metadata.name"
 	// OSLabel is the node label a Pod selects an operating system by.
 	OSLabel = "kubernetes.io/os"
+	// PodSecurityEnforce is the namespace label whose value is the Pod
+	// Security level Pod Security admission enforces there.
+	PodSecurityEnforce = "pod-security.kubernetes.io/enforce"
 	// RestartedAt is the pod-template annotation `kubectl rollout
 	// restart` sets to the time of the restart; graft rollout and the
 	// watchdog restart owners the same way.
@@ -105,7 +108,7 @@ func All() []Name {
 		{Watchdog, Label, "Namespace", "users",
 			"`" + EnabledValue + "` opts the namespace in to `graft watchdog`: the owners of its Pods admitted without graft are restarted."},
 		{Injected, Label, "Pod", "graft",
-			"Set on every Pod graft injects, to the revision it injected from; the guarantee policy selects on it."},
+			"Set on every Pod graft injects, to the revision it injected from. The guarantee policies do not pass a Pod on it: they check its sidecars ([the guarantee](../concepts/guarantee.md))."},
 		{Status, Annotation, "Pod", "graft",
 			"graft's record of what it injected: per template its revision, digest and the objects it added " +
 				"([format](status-format.md))."},

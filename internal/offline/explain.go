@@ -170,7 +170,7 @@ func explainPod(engine audit.Engine, a *audit.Auditor, ns audit.Namespace, pod a
 		out.Decision, out.Reason, out.Message = "not-selected", sel.Reason, sel.Why
 		return out, nil
 	}
-	ex, err := engine.Explain(audit.Review(pod), inject.Options{Profile: sel.Profile, Revision: sel.Revision})
+	ex, err := engine.Explain(audit.Review(pod), inject.Options{Profile: sel.Profile, Revision: sel.Revision, PodSecurity: sel.PodSecurity})
 	if err != nil {
 		return nil, err
 	}

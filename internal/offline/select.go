@@ -10,6 +10,7 @@ import (
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/manifest"
 	"github.com/graftdev/graft/internal/names"
+	"github.com/graftdev/graft/templates"
 )
 
 // neverSelected are the namespaces no webhook of graft selects.
@@ -47,6 +48,8 @@ type selection struct {
 	revision string // the namespace's graft.dev/rev value, or --revision
 	label    string // the namespace's graft.dev/inject value, if any
 	from     string // fromNamespace, fromFlag or fromAssumed
+	// podSecurity is the namespace's Pod Security enforce level, if known.
+	podSecurity templates.Level
 	// reason and why say why graft is not called, when it is not.
 	reason, why string
 }
@@ -54,7 +57,7 @@ type selection struct {
 // options are the engine options of the webhook that serves the
 // selection.
 func (sel selection) options() inject.Options {
-	return inject.Options{Profile: sel.profile, Revision: sel.revision}
+	return inject.Options{Profile: sel.profile, Revision: sel.revision, PodSecurity: sel.podSecurity}
 }
 
 func (s *selector) selectFor(ns string) selection {
@@ -73,7 +76,8 @@ func (s *selector) selectFor(ns string) selection {
 		source = "its Namespace object"
 	}
 	core := audit.Selector{DefaultProfile: s.defaultProfile, Profiles: s.profiles}.Select(ns, labels, source)
-	return selection{profile: core.Profile, revision: core.Revision, label: core.Label, from: from, reason: core.Reason, why: core.Why}
+	return selection{profile: core.Profile, revision: core.Revision, label: core.Label, from: from, reason: core.Reason, why: core.Why,
+		podSecurity: core.PodSecurity}
 }
 
 // labelFor is the label value that selects profile.

@@ -15,7 +15,7 @@ import (
 // configNode is the configuration file's shape with every default, read
 // from config's and inject's types; skip leaves root keys out.
 func configNode(root string, skip ...string) (*node, config.File, error) {
-	src, err := readSource(root, "config", "inject")
+	src, err := readSource(root, "config", "inject", "templates")
 	if err != nil {
 		return nil, config.File{}, err
 	}

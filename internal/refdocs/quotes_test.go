@@ -238,55 +238,96 @@ func callName(c *ast.CallExpr) (string, bool) {
 // celLiteral matches a CEL string literal in single or double quotes.
 var celLiteral = regexp.MustCompile(`'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)"`)
 
-// policyTemplates reads the guarantee policy's messageExpression, a CEL
-// concatenation of literals and values.
+// policyTemplates reads the guarantee policy's messages: its
+// messageExpression is variables.problem, a chain of "condition ?
+// message :" lines, each message a CEL concatenation of literals and
+// values (a parenthesised choice among literals is a value).
 func policyTemplates(t *testing.T, root string) []msgTemplate {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(root, "deploy/base/validatingadmissionpolicy.yaml"))
+	const file = "deploy/base/validatingadmissionpolicy.yaml"
+	data, err := os.ReadFile(filepath.Join(root, file))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(data), "messageExpression: >-\n")
+	_, rest, ok := strings.Cut(string(data), "    - name: problem\n      expression: |-\n")
 	if !ok {
-		t.Fatal("no messageExpression in deploy/base/validatingadmissionpolicy.yaml")
+		t.Fatal("no variable problem in " + file)
 	}
-	var expr []string
+	var out []msgTemplate
 	for _, line := range strings.Split(rest, "\n") {
 		if !strings.HasPrefix(line, "        ") {
 			break
 		}
-		expr = append(expr, strings.TrimSpace(line))
-	}
-	var parts []tmplPart
-	for _, term := range splitPlus(strings.Join(expr, " ")) {
-		term = strings.TrimSpace(term)
-		if m := celLiteral.FindStringSubmatch(term); m != nil && m[0] == term {
-			parts = append(parts, tmplPart{lit: m[1] + m[2]})
-		} else {
-			parts = append(parts, tmplPart{wild: true})
+		msg, ok := ternaryBranch(strings.TrimSpace(line))
+		if !ok {
+			continue
+		}
+		var parts []tmplPart
+		for _, term := range splitPlus(msg) {
+			term = strings.TrimSpace(term)
+			if m := celLiteral.FindStringSubmatch(term); m != nil && m[0] == term {
+				parts = append(parts, tmplPart{lit: m[1] + m[2]})
+			} else {
+				parts = append(parts, tmplPart{wild: true})
+			}
+		}
+		if p, ok := normalise(parts); ok {
+			out = append(out, msgTemplate{parts: p, where: file})
 		}
 	}
-	p, ok := normalise(parts)
-	if !ok {
-		t.Fatal("the policy's messageExpression has no text")
+	if len(out) == 0 {
+		t.Fatal("the policy's messages have no text")
 	}
-	return []msgTemplate{{parts: p, where: "deploy/base/validatingadmissionpolicy.yaml"}}
+	return out
 }
 
-// splitPlus splits a CEL expression at the + outside string literals.
-func splitPlus(s string) []string {
-	var out []string
+// ternaryBranch returns the message of a "condition ? message :" line:
+// what follows its first ? outside literals and parentheses, without the
+// trailing " :".
+func ternaryBranch(line string) (string, bool) {
+	top := topLevel(line)
+	for i := range line {
+		if top[i] && line[i] == '?' {
+			return strings.TrimSuffix(strings.TrimSpace(line[i+1:]), " :"), true
+		}
+	}
+	return "", false
+}
+
+// topLevel reports, per byte of a CEL expression, whether it is outside
+// string literals and brackets.
+func topLevel(s string) []bool {
+	out := make([]bool, len(s))
 	var quote byte
-	start := 0
+	depth := 0
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case quote != 0 && c == '\\':
 			i++
 		case quote != 0 && c == quote:
 			quote = 0
-		case quote == 0 && (c == '\'' || c == '"'):
+		case quote != 0:
+		case c == '\'' || c == '"':
 			quote = c
-		case quote == 0 && c == '+':
+		case c == '(' || c == '[' || c == '{':
+			depth++
+		case c == ')' || c == ']' || c == '}':
+			depth--
+		default:
+			out[i] = depth == 0
+		}
+	}
+	return out
+}
+
+// splitPlus splits a CEL expression at the + outside string literals and
+// brackets.
+func splitPlus(s string) []string {
+	top := topLevel(s)
+	var out []string
+	start := 0
+	for i := range s {
+		if top[i] && s[i] == '+' {
 			out = append(out, s[start:i])
 			start = i + 1
 		}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/graftdev/graft/config"
+	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/names"
 )
 
@@ -190,5 +191,79 @@ func TestYAMLReadsBack(t *testing.T) {
 	again, err := YAML(f, Options{Source: "graft.yaml"})
 	if err != nil || string(again) != string(out) {
 		t.Errorf("two runs differ (%v)", err)
+	}
+}
+
+// TestPodSecuritySplit: a profile allowed more than restricted (in any
+// revision) gets a webhook per stricter Pod Security level, on a route
+// that names the level; every namespace still reaches exactly one webhook
+// of its profile and revision, and one at the right level.
+func TestPodSecuritySplit(t *testing.T) {
+	f := parse(t, revisionsYAML)
+	mesh := f.Profiles["mesh"]
+	mesh.PodSecurity.MaxLevel = "privileged"
+	f.Profiles["mesh"] = mesh
+	f.Revisions["v2"].Profiles["node"] = inject.Profile{Templates: []string{"agent"}, PodSecurity: inject.PodSecurity{MaxLevel: "baseline"}}
+	mwc, err := Webhooks(f, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks := byName(t, mwc)
+	// mesh: 5 routes x 3 levels; agent: 5; node: 5 x 2.
+	if len(mwc.Webhooks) != 30 {
+		t.Errorf("%d webhooks, want 30", len(mwc.Webhooks))
+	}
+	for name, path := range map[string]string{
+		"mesh.inject.graft.dev":                         "/inject",
+		"mesh.psa-restricted.inject.graft.dev":          "/inject/mesh.restricted",
+		"mesh.psa-baseline.inject.graft.dev":            "/inject/mesh.baseline",
+		"mesh.canary.rev.psa-baseline.inject.graft.dev": "/inject/mesh.baseline/canary",
+		"node.v1.rev.psa-restricted.inject.graft.dev":   "/inject/node.restricted/v1",
+		"agent.inject.graft.dev":                        "/inject/agent",
+	} {
+		w, ok := hooks[name]
+		if !ok {
+			t.Errorf("no webhook %s", name)
+			continue
+		}
+		if got := *w.ClientConfig.Service.Path; got != path {
+			t.Errorf("%s: path %s, want %s", name, got, path)
+		}
+	}
+	if _, ok := hooks["node.psa-baseline.inject.graft.dev"]; ok {
+		t.Error("node, at most baseline, has a webhook for baseline namespaces")
+	}
+	ns := func(kv ...string) map[string]string {
+		m := map[string]string{names.NamespaceNameLabel: "shop"}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	for _, tt := range []struct {
+		labels map[string]string
+		want   string
+	}{
+		{ns(names.Inject, "mesh"), "mesh.inject.graft.dev"},
+		{ns(names.Inject, "mesh", names.PodSecurityEnforce, "privileged"), "mesh.inject.graft.dev"},
+		{ns(names.Inject, "mesh", names.PodSecurityEnforce, "baseline"), "mesh.psa-baseline.inject.graft.dev"},
+		{ns(names.Inject, "mesh", names.PodSecurityEnforce, "restricted", names.Revision, "v2"), "mesh.v2.rev.psa-restricted.inject.graft.dev"},
+		{ns(names.Inject, "node", names.PodSecurityEnforce, "baseline"), "node.inject.graft.dev"},
+		{ns(names.Inject, "node", names.PodSecurityEnforce, "restricted"), "node.psa-restricted.inject.graft.dev"},
+		{ns(names.Inject, "agent", names.PodSecurityEnforce, "restricted"), "agent.inject.graft.dev"},
+	} {
+		var got []string
+		for _, w := range mwc.Webhooks {
+			sel, err := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
+			if err != nil {
+				t.Fatalf("%s: %v", w.Name, err)
+			}
+			if sel.Matches(labels.Set(tt.labels)) {
+				got = append(got, w.Name)
+			}
+		}
+		if !slices.Equal(got, []string{tt.want}) {
+			t.Errorf("namespace %v: webhooks %v, want %s", tt.labels, got, tt.want)
+		}
 	}
 }

@@ -21,23 +21,31 @@ func YAML(f config.File, o Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Through JSON, so the object is written as the API types define it
-	// (their field names, no null fields) whatever yaml tags they lack.
-	js, err := json.Marshal(mwc)
-	if err != nil {
-		return nil, fmt.Errorf("registration: %w", err)
-	}
-	var doc yamlv3.Node
-	if err := yamlv3.Unmarshal(js, &doc); err != nil {
-		return nil, fmt.Errorf("registration: %w", err)
-	}
-	tidy(&doc, "")
+	return writeYAML(header(o.Source), mwc)
+}
+
+// writeYAML writes objs as documents of one stream after head.
+func writeYAML(head string, objs ...any) ([]byte, error) {
 	var buf bytes.Buffer
-	buf.WriteString(header(o.Source))
+	buf.WriteString(head)
 	enc := yamlv3.NewEncoder(&buf)
 	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
-		return nil, fmt.Errorf("registration: %w", err)
+	for _, obj := range objs {
+		// Through JSON, so the object is written as the API types define
+		// it (their field names, no null fields) whatever yaml tags they
+		// lack.
+		js, err := json.Marshal(obj)
+		if err != nil {
+			return nil, fmt.Errorf("registration: %w", err)
+		}
+		var doc yamlv3.Node
+		if err := yamlv3.Unmarshal(js, &doc); err != nil {
+			return nil, fmt.Errorf("registration: %w", err)
+		}
+		tidy(&doc, "")
+		if err := enc.Encode(&doc); err != nil {
+			return nil, fmt.Errorf("registration: %w", err)
+		}
 	}
 	if err := enc.Close(); err != nil {
 		return nil, fmt.Errorf("registration: %w", err)
@@ -47,7 +55,7 @@ func YAML(f config.File, o Options) ([]byte, error) {
 
 // tidy restyles the tree read from JSON for people: plain scalars where
 // YAML allows them, lists of scalars and selector requirements in flow
-// style, and no null fields (creationTimestamp). key is the mapping key n
+// style, and no null fields (creationTimestamp) or empty status. key is the mapping key n
 // is the value of.
 func tidy(n *yamlv3.Node, key string) {
 	switch n.Kind {
@@ -59,7 +67,12 @@ func tidy(n *yamlv3.Node, key string) {
 		// Plain, and the encoder quotes what would read as another type;
 		// CEL with single quotes reads better in double quotes.
 		n.Style = 0
-		if strings.Contains(n.Value, "'") {
+		switch {
+		case strings.Contains(n.Value, "\n") || strings.Contains(n.Value, "@@"):
+			// CEL written on several lines, or with markers data will
+			// replace (guarantee.go): the text stays as it is.
+			n.Style = yamlv3.LiteralStyle
+		case strings.Contains(n.Value, "'"):
 			n.Style = yamlv3.DoubleQuotedStyle
 		}
 	case yamlv3.SequenceNode:
@@ -83,6 +96,9 @@ func tidy(n *yamlv3.Node, key string) {
 			if v.Kind == yamlv3.ScalarNode && v.Tag == "!!null" {
 				continue
 			}
+			if k.Value == "status" && v.Kind == yamlv3.MappingNode && len(v.Content) == 0 {
+				continue // an object's empty status: the API server's to fill
+			}
 			tidy(k, "")
 			tidy(v, k.Value)
 			entries = append(entries, [2]*yamlv3.Node{k, v})
@@ -102,9 +118,9 @@ func tidy(n *yamlv3.Node, key string) {
 // other keys follow in the API types' order.
 var keyOrder = []string{
 	"apiVersion", "kind", "metadata", "name", "namespace", "labels", "port", "path", "webhooks",
-	"clientConfig", "namespaceSelector", "objectSelector", "matchConditions", "rules",
+	"clientConfig", "resourceRules", "namespaceSelector", "objectSelector", "matchConstraints", "matchConditions", "variables", "validations", "rules",
 	"matchPolicy", "sideEffects", "admissionReviewVersions", "reinvocationPolicy", "timeoutSeconds", "failurePolicy",
-	"key", "operator", "values", "expression",
+	"key", "operator", "values", "expression", "messageExpression", "reason", "policyName", "validationActions",
 }
 
 func keyRank(key string) int {
@@ -112,6 +128,16 @@ func keyRank(key string) int {
 		return i
 	}
 	return len(keyOrder)
+}
+
+// comment writes lines as a YAML comment block.
+func comment(lines []string) string {
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(strings.TrimRight("# "+l, " "))
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // header explains the generated registration; source is the
@@ -153,10 +179,5 @@ func header(source string) string {
 		"  what to do, and also catches graft's own allow-on-failure answers, which",
 		"  no failurePolicy sees. The ha overlay sets Fail as well.",
 	}
-	var b strings.Builder
-	for _, l := range lines {
-		b.WriteString(strings.TrimRight("# "+l, " "))
-		b.WriteByte('\n')
-	}
-	return b.String()
+	return comment(lines)
 }

@@ -129,6 +129,37 @@ so the order does not change what is called).
 {{- toJson $names -}}
 {{- end -}}
 
+{{/*
+graft.splitLevels is a JSON list of the Pod Security levels whose
+namespaces get webhooks of their own for a profile (dict "root" "profile"),
+as `graft webhooks` writes them: those stricter than the highest
+podSecurity.maxLevel the profile has at the top level or in a revision.
+*/}}
+{{- define "graft.splitLevels" -}}
+{{- $rank := dict "restricted" 0 "baseline" 1 "privileged" 2 -}}
+{{- $max := 0 -}}
+{{- $entries := list (get (.root.Values.config.profiles | default dict) .profile) -}}
+{{- range $_, $r := .root.Values.config.revisions | default dict -}}
+{{- $entries = append $entries (get ($r.profiles | default dict) $.profile) -}}
+{{- end -}}
+{{- range $p := $entries -}}
+{{- if $p -}}
+{{- $l := ($p.podSecurity | default dict).maxLevel | default "restricted" -}}
+{{- if not (hasKey $rank $l) -}}
+{{- fail (printf "profile %s: podSecurity.maxLevel %q: want restricted, baseline or privileged" $.profile $l) -}}
+{{- end -}}
+{{- $max = max $max (get $rank $l) -}}
+{{- end -}}
+{{- end -}}
+{{- $out := list -}}
+{{- range $l := list "restricted" "baseline" -}}
+{{- if lt (get $rank $l) $max -}}
+{{- $out = append $out $l -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
+
 {{/* Namespaces never injected: the configured ones and graft's own. */}}
 {{- define "graft.excludedNamespaces" -}}
 {{- $list := .Values.config.excludedNamespaces | default (list "kube-system" "kube-public" "kube-node-lease") -}}
@@ -254,6 +285,24 @@ default revision may choose.
 {{- end -}}
 {{- end -}}
 {{- if $all }}true{{ end -}}
+{{- end -}}
+
+{{/*
+graft.templateFacts: JSON of what the guarantee policy knows of each
+template (the containers it can add, their kinds and images), by name: the
+built-in templates' (files/guarantee-facts.json, `graft guarantee --facts`),
+then policy.templateFacts. A file of templates.extra replaces a built-in
+template: its facts must then come from policy.templateFacts too.
+*/}}
+{{- define "graft.templateFacts" -}}
+{{- $facts := .Files.Get "files/guarantee-facts.json" | fromJson -}}
+{{- range $file, $_ := .Values.templates.extra -}}
+{{- $_ := unset $facts (trimSuffix ".yaml" $file) -}}
+{{- end -}}
+{{- range $name, $f := .Values.policy.templateFacts -}}
+{{- $_ := set $facts $name $f -}}
+{{- end -}}
+{{- toJson $facts -}}
 {{- end -}}
 
 {{/*

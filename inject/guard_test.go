@@ -1,0 +1,157 @@
+package inject
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/graftdev/graft/templates"
+)
+
+// guardConfig has a profile that locks the agent's image and log level,
+// and one that admits images of one registry only.
+func guardConfig() Config {
+	return Config{DefaultProfile: "locked", Profiles: map[string]Profile{
+		"locked": {Templates: []string{"agent"}, LockedParams: []string{"agent.image", "agent.logLevel"},
+			Params: map[string]map[string]string{"agent": {"logLevel": "warn"}}},
+		"lenient": {Templates: []string{"agent"}, LockedParams: []string{"*.image"}, OnInvalidParams: InvalidUseDefault},
+		"registry": {Templates: []string{"agent"}, AllowedTemplates: []string{"agent", "otel-agent"},
+			AllowedImages: []string{"ghcr.io/graftdev/", "docker.io/otel/"}},
+	}}
+}
+
+func TestLockedParamsAndAllowedImages(t *testing.T) {
+	e := newTestEngine(t, guardConfig())
+	tests := []struct {
+		name        string
+		profile     string
+		annotations map[string]string
+		decision    Decision
+		// want is a substring of the deny message or of a warning.
+		want string
+	}{
+		{"a locked parameter changed", "locked", map[string]string{"graft.dev/agent.image": "evil.example/agent:1"},
+			DecisionDeny, `annotation graft.dev/agent.image="evil.example/agent:1": parameter image of template agent is locked by profile "locked"`},
+		{"a locked parameter the profile sets", "locked", map[string]string{"graft.dev/agent.logLevel": "debug"},
+			DecisionDeny, `parameter logLevel of template agent is locked`},
+		{"a locked parameter set to its value", "locked", map[string]string{"graft.dev/agent.logLevel": "warn"},
+			DecisionInject, ""},
+		{"a locked parameter at its default", "locked", map[string]string{"graft.dev/agent.image": "ghcr.io/graftdev/agent:1.0.0"},
+			DecisionInject, ""},
+		{"an unlocked parameter", "locked", map[string]string{"graft.dev/agent.cpu": "100m"},
+			DecisionInject, ""},
+		{"a locked parameter under onInvalidParams: default", "lenient", map[string]string{"graft.dev/agent.image": "evil.example/agent:1"},
+			DecisionInject, `graft: annotation graft.dev/agent.image="evil.example/agent:1": parameter image of template agent is locked by profi`},
+		{"an allowed image", "registry", map[string]string{"graft.dev/agent.image": "ghcr.io/graftdev/agent:2.0.0"},
+			DecisionInject, ""},
+		{"an image outside the prefixes", "registry", map[string]string{"graft.dev/agent.image": "ghcr.io/graftdev-copy/agent:1"},
+			DecisionDeny, `annotation graft.dev/agent.image="ghcr.io/graftdev-copy/agent:1": template agent: container graft-agent: image "ghcr.io/graftdev-copy/agent:1" is not allowed by the profile (allowedImages: ghcr.io/graftdev/, docker.io/otel/)`},
+		{"an allowed template with an allowed image", "registry", map[string]string{"graft.dev/templates": "otel-agent"},
+			DecisionInject, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			review := podReviewWith(tt.annotations)
+			resp, res, err := e.Admit(nil, review, Options{Profile: tt.profile})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Decision != tt.decision {
+				t.Fatalf("decision %v (%v), want %v: %s", res.Decision, res.Reason, tt.decision, resp)
+			}
+			if tt.decision == DecisionDeny && res.Reason != ReasonInvalidParams {
+				t.Errorf("reason %v, want %v", res.Reason, ReasonInvalidParams)
+			}
+			msgs := strings.Join(append(responseWarnings(resp), responseMessage(t, resp)), "\n")
+			if tt.want == "" && msgs != "" || !strings.Contains(msgs, tt.want) {
+				t.Fatalf("messages %q, want %q", msgs, tt.want)
+			}
+			if tt.decision == DecisionInject {
+				pod := decodeGeneric(t, applyResponse(t, review, resp))
+				eachInit(pod, func(c map[string]any) {
+					if img, _ := c["image"].(string); strings.Contains(img, "evil.example") {
+						t.Fatalf("a locked value reached the Pod: %s", img)
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestGuardsValidateConfig(t *testing.T) {
+	set, err := templates.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile := func(p Profile) Config {
+		if p.Templates == nil {
+			p.Templates = []string{"agent"}
+		}
+		return Config{Profiles: map[string]Profile{"enabled": p}}
+	}
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"a lock without a dot", profile(Profile{LockedParams: []string{"agent"}}), `lockedParams: "agent": want <template>.<param>`},
+		{"a lock with an empty part", profile(Profile{LockedParams: []string{"agent."}}), `want <template>.<param>`},
+		{"a lock of a template never injected", profile(Profile{LockedParams: []string{"mesh-proxy.image"}}), `the profile never injects template mesh-proxy`},
+		{"a lock of an unknown parameter", profile(Profile{LockedParams: []string{"agent.colour"}}), `template agent has no parameter "colour"`},
+		{"a lock of any template", profile(Profile{LockedParams: []string{"*.colour"}}), ""},
+		{"a lock listed twice", profile(Profile{LockedParams: []string{"agent.image", "agent.image"}}), `listed twice`},
+		{"an empty image prefix", profile(Profile{AllowedImages: []string{""}}), `allowedImages: ""`},
+		{"the profile's own image is not allowed", profile(Profile{AllowedImages: []string{"example.com/"}}),
+			`image "ghcr.io/graftdev/agent:1.0.0" is not allowed by the profile`},
+		{"an allowed template's image is not allowed", profile(Profile{AllowedTemplates: []string{"agent", "otel-agent"}, AllowedImages: []string{"ghcr.io/"}}),
+			`allowed template otel-agent: template otel-agent: container graft-otel-agent: image "docker.io/otel/`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(tt.cfg, set)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want ErrConfig mentioning %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := New(DefaultConfig(), set); err != nil {
+		t.Fatalf("the built-in configuration: %v", err)
+	}
+}
+
+// TestBuiltinProfilesLockImages: no Pod annotation changes the image of a
+// built-in profile's sidecar, whichever template it adds.
+func TestBuiltinProfilesLockImages(t *testing.T) {
+	e := newTestEngine(t, DefaultConfig())
+	for _, profile := range e.Profiles() {
+		ps, _ := e.profile(profile)
+		for _, tmpl := range ps.allowed {
+			if _, ok := tmpl.Param("image"); ok && !ps.locked(tmpl.Name, "image") {
+				t.Errorf("profile %s does not lock %s.image", profile, tmpl.Name)
+			}
+		}
+	}
+}
+
+// responseMessage is the status message of a response, "" when none.
+func responseMessage(t testing.TB, resp []byte) string {
+	t.Helper()
+	var r struct {
+		Response struct {
+			Status struct {
+				Message string `json:"message"`
+			} `json:"status"`
+		} `json:"response"`
+	}
+	if err := json.Unmarshal(resp, &r); err != nil {
+		t.Fatalf("response not JSON: %v", err)
+	}
+	return r.Response.Status.Message
+}

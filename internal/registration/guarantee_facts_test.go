@@ -1,0 +1,173 @@
+package registration
+
+import (
+	"encoding/json"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/vapeval"
+	"github.com/graftdev/graft/templates"
+)
+
+func mustTemplate(t *testing.T, src string) *templates.Template {
+	t.Helper()
+	tmpl, err := templates.Parse("t.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tmpl
+}
+
+// TestFactsOfBuiltins: the built-in templates' containers, kinds and
+// images as the guarantee reads them.
+func TestFactsOfBuiltins(t *testing.T) {
+	set, err := templates.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mesh, _ := set.Get("mesh-proxy")
+	f, err := Facts(mesh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]*ContainerFacts{
+		// The image parameter's value, whatever it is.
+		"graft-proxy": {Kinds: []string{kindNative}, ImageParams: []string{"image"}},
+		// Only with trafficRedirect: init-container; its image is the
+		// template's own.
+		"graft-proxy-init": {Kinds: []string{kindInit}, Images: []string{"ghcr.io/graftdev/proxy-init:1.0.0"}},
+	}
+	if !reflect.DeepEqual(f.Containers, want) {
+		t.Errorf("mesh-proxy: %s, want %s", mustJSONString(t, f.Containers), mustJSONString(t, want))
+	}
+	for _, name := range set.Names() {
+		tmpl, _ := set.Get(name)
+		f, err := Facts(tmpl)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		for c, cf := range f.Containers {
+			if len(cf.Kinds) == 0 || len(cf.Images)+len(cf.ImageParams) == 0 && !cf.ImageFollows {
+				t.Errorf("%s: container %s: %+v", name, c, cf)
+			}
+		}
+	}
+}
+
+// TestFactsFollowParameters: a container present for some values only is
+// found; an image built from a parameter follows it; a container named
+// after a parameter a Pod may set cannot be checked and is refused.
+func TestFactsFollowParameters(t *testing.T) {
+	const head = "name: t\ndescription: test\n"
+	f, err := Facts(mustTemplate(t, head+`parameters:
+  - {name: extra, type: bool, default: "false"}
+  - {name: tag, type: string, default: "1.0", pattern: '^[0-9.]+$'}
+fragment: |
+  containers:
+    - name: main
+      image: "registry.example/main:{{ .tag }}"
+  {{- if .extra }}
+    - name: extra
+      image: registry.example/extra:1
+  {{- end }}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf := f.Containers["extra"]; cf == nil || !reflect.DeepEqual(cf.Images, []string{"registry.example/extra:1"}) {
+		t.Errorf("extra: %+v", cf)
+	}
+	if cf := f.Containers["main"]; cf == nil || !cf.ImageFollows || len(cf.ImageParams) != 0 {
+		t.Errorf("main: %+v, want its image to follow tag", cf)
+	}
+	_, err = Facts(mustTemplate(t, head+`parameters:
+  - {name: suffix, type: string, default: "a", pattern: '^[a-z]+$'}
+fragment: |
+  containers:
+    - name: "sidecar-{{ .suffix }}"
+      image: registry.example/s:1
+`))
+	if err == nil || !strings.Contains(err.Error(), "the name of container") {
+		t.Errorf("a container named after a parameter: %v", err)
+	}
+}
+
+// TestGuaranteeReadsClaimsNotNames: the record names templates,
+// revisions and volumes too; only its lists of injected containers claim
+// them. A template named like its container, next to one whose volume has
+// a container's name, is read right both ways.
+func TestGuaranteeReadsClaimsNotNames(t *testing.T) {
+	set, err := templates.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	solo := mustTemplate(t, `name: solo
+description: test
+podSecurity: baseline
+fragment: |
+  containers:
+    - name: solo
+      image: registry.example/solo:1
+  volumes:
+    - name: graft-agent
+      emptyDir: {}
+`)
+	cfg := inject.Config{Profiles: map[string]inject.Profile{"p": {Templates: []string{"solo", "agent"},
+		PodSecurity: inject.PodSecurity{MaxLevel: templates.LevelBaseline}}}, DefaultProfile: "p"}
+	rc := inject.RevisionsConfig{Revisions: []inject.RevisionConfig{{Config: cfg, Templates: set.With(templatesOf(t, solo))}}}
+	gs, err := Guarantees(rc, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, err := vapeval.Compile(gs[0].Policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	revs, err := inject.NewRevisions(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{revs: revs, policies: map[string]*vapeval.Policy{"p": policy}}
+	injected := r.admit(t, appPod(), "p", "")
+	if v := r.check(t, injected, "p", ""); v.Matched {
+		t.Fatalf("graft's Pod refused: %q", v.Denied)
+	}
+	for _, gone := range []string{"solo", "graft-agent"} {
+		if v := r.check(t, without(injected, gone), "p", ""); !strings.Contains(v.Denied, gone+" into this Pod") {
+			t.Errorf("%s removed: denied %q", gone, v.Denied)
+		}
+	}
+}
+
+func templatesOf(t *testing.T, ts ...*templates.Template) *templates.Set {
+	t.Helper()
+	dir := t.TempDir()
+	for _, tmpl := range ts {
+		writeFile(t, dir+"/"+tmpl.Name+".yaml", tmpl.Source)
+	}
+	set, err := templates.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+func writeFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustJSONString(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
