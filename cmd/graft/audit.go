@@ -10,7 +10,6 @@ import (
 
 	"github.com/graftdev/graft/audit"
 	"github.com/graftdev/graft/internal/live"
-	"github.com/graftdev/graft/internal/offline"
 )
 
 // exitFound is audit's exit code when a Pod is in a --fail-on class (1 is
@@ -38,11 +37,17 @@ func newAuditCmd() *cobra.Command {
 		Short: "Classify every running Pod by what graft would do with it now",
 		Long: `audit reads the cluster's Pods, Namespaces, ReplicaSets and Jobs (paged
 LISTs) and runs every Pod through the engine graft serve runs, with the
-configuration and templates given as to graft serve, as if the Pod were
-created now, in the namespace selection of the shipped webhooks. Each Pod
-gets one class: current, stale, missing, conflict, spoofed, opted-out or
-not-selected, with a cause and a detail; --workloads aggregates them per
-Deployment, StatefulSet, DaemonSet, CronJob, Job or bare Pod.
+configuration graft runs with in the cluster, as if the Pod were created
+now, in the namespace selection of the shipped webhooks. That
+configuration is what graft's Deployment (--graft-namespace,
+--graft-deployment) mounts where graft serve's --config and
+--templates-dir point, read from those ConfigMaps; --config and
+--templates-dir name files instead. A line on stderr says which was used.
+
+Each Pod gets one class: current, stale, missing, conflict, spoofed,
+opted-out or not-selected, with a cause and a detail; --workloads
+aggregates them per Deployment, StatefulSet, DaemonSet, CronJob, Job or
+bare Pod.
 
 Without -n, every namespace is audited (-A says so explicitly).
 -o table (default), json (schema audit.graft.dev/v1alpha1) or prometheus
@@ -67,7 +72,7 @@ Exit codes: 0 done; 1 an error; 3 a Pod is in a class --fail-on lists.`,
 	fl.BoolVar(&f.workloads, "workloads", false, "one line per workload instead of per Pod (table output)")
 	fl.StringVar(&f.failOn, "fail-on", "", "exit with code 3 when a Pod is in one of these classes: comma-separated, e.g. stale,missing,spoofed")
 	fl.Int64Var(&f.chunkSize, "chunk-size", 500, "objects per LIST page")
-	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve")
+	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve (default: the one graft's Deployment mounts)")
 	fl.StringVar(&f.templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
 	f.registerServe(fl)
 	return cmd
@@ -93,14 +98,15 @@ func runAudit(cmd *cobra.Command, f *auditFlags) error {
 	if err != nil {
 		return fmt.Errorf("--fail-on: %w", err)
 	}
-	engine, err := offline.NewEngine(f.config, f.templatesDir, "", "")
-	if err != nil {
-		return err
-	}
 	cluster, err := live.Connect(f.cluster.config(""))
 	if err != nil {
 		return err
 	}
+	engine, source, err := f.cluster.liveEngine(commandContext(cmd), cluster, f.config, f.templatesDir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(cmd.ErrOrStderr(), "graft: configuration:", source)
 	// The Pods stream out as they are classified: a fleet's report is
 	// never held whole.
 	start := time.Now()
