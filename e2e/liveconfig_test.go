@@ -53,7 +53,9 @@ fragment: |
 // template of the cluster's own added to the ConfigMaps, are what live
 // graft audit and graft explain judge a namespace labelled with that
 // profile by (no --config); with --config they judge by the file, which
-// knows no such profile. Each says which configuration it used.
+// knows no such profile. Each says which configuration it used. Live
+// explain of the Deployment shows its patch with the Deployment's paths
+// and names its Pods that lack the sidecar.
 func TestLiveCommandsReadClusterConfig(t *testing.T) {
 	graftNS := newNamespace(t, "live-graft", nil)
 	installShipped(t, graftNS)
@@ -116,7 +118,11 @@ func TestLiveCommandsReadClusterConfig(t *testing.T) {
 	if !strings.Contains(stderr, fromCluster) {
 		t.Errorf("graft explain does not say %q:\n%s", fromCluster, stderr)
 	}
-	for _, w := range []string{"decision:   inject", "profile:    " + liveProfile, "templates:  team-agent", "name: graft-team-agent"} {
+	// Its patch is the Deployment's, and it names the Deployment's Pods
+	// that lack the sidecar, as graft audit classes them.
+	t.Logf("graft explain deploy/web -n %s:\n%s", appNS, out)
+	for _, w := range []string{"decision:   inject", "profile:    " + liveProfile, "templates:  team-agent", "name: graft-team-agent",
+		"path: /spec/template/spec/initContainers", "pods:       2 (missing 2)", "pods that differ from what graft would inject now:", "    - web-"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("graft explain deploy/web does not say %q:\n%s", w, out)
 		}

@@ -98,13 +98,18 @@ func runAudit(cmd *cobra.Command, f *auditFlags) error {
 	if err != nil {
 		return fmt.Errorf("--fail-on: %w", err)
 	}
+	engine, source, err := fileEngine(f.config, f.templatesDir)
+	if err != nil {
+		return err
+	}
 	cluster, err := live.Connect(f.cluster.config(""))
 	if err != nil {
 		return err
 	}
-	engine, source, err := f.cluster.liveEngine(commandContext(cmd), cluster, f.config, f.templatesDir)
-	if err != nil {
-		return err
+	if engine == nil {
+		if engine, source, err = f.cluster.liveEngine(commandContext(cmd), cluster, "", ""); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintln(cmd.ErrOrStderr(), "graft: configuration:", source)
 	// The Pods stream out as they are classified: a fleet's report is

@@ -48,18 +48,19 @@ func runAuditServe(cmd *cobra.Command, f *auditFlags) error {
 	if f.chunkSize < 1 {
 		return fmt.Errorf("--chunk-size %d: want at least 1", f.chunkSize)
 	}
+	// Fail at start on files that would fail every run. The cluster's
+	// configuration is read at each run, whose errors the exporter
+	// reports and counts.
+	if _, _, err := fileEngine(f.config, f.templatesDir); err != nil {
+		return err
+	}
 	cluster, err := live.Connect(f.cluster.config(""))
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(commandContext(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// Fail at start on a configuration that would fail every run.
-	_, source, err := f.cluster.liveEngine(ctx, cluster, f.config, f.templatesDir)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(cmd.ErrOrStderr(), "graft: configuration:", source)
+	var source string // the last run's, said again when it changes
 	e := &audit.Exporter{Interval: f.interval, Log: cmd.ErrOrStderr(), Now: time.Now,
 		Run: func(ctx context.Context, out audit.Writer, start time.Time) (*audit.Report, error) {
 			engine, now, err := f.cluster.liveEngine(ctx, cluster, f.config, f.templatesDir)

@@ -156,19 +156,11 @@ func (f *clusterFlags) register(cmd *cobra.Command) {
 }
 
 // liveEngine is the engine the live commands judge Pods by, and what to
-// call its configuration: with --config or --templates-dir those files,
-// as before graft read its configuration from the cluster; else what
-// graft's Deployment mounts, as graft serve runs it there.
+// call its configuration: with --config or --templates-dir those files
+// (fileEngine), else what graft's Deployment in the cluster mounts, as
+// graft serve runs it there.
 func (f *clusterFlags) liveEngine(ctx context.Context, cluster *live.Cluster, configFile, templatesDir string) (*inject.Revisions, string, error) {
-	if configFile != "" || templatesDir != "" {
-		engine, err := offline.NewEngine(configFile, templatesDir, "", "")
-		source := "built-in"
-		if configFile != "" {
-			source = "file " + configFile
-		}
-		if templatesDir != "" {
-			source += " with the templates of " + templatesDir
-		}
+	if engine, source, err := fileEngine(configFile, templatesDir); engine != nil || err != nil {
 		return engine, source, err
 	}
 	gc, err := cluster.GraftConfig(ctx, f.graft)
@@ -180,6 +172,24 @@ func (f *clusterFlags) liveEngine(ctx context.Context, cluster *live.Cluster, co
 		return nil, "", fmt.Errorf("graft's configuration in the cluster, %s: %w", gc.Source, err)
 	}
 	return engine, gc.Source, nil
+}
+
+// fileEngine is the engine of --config and --templates-dir, and what to
+// call them; nil when neither is given. The live commands build it
+// before reaching for a cluster, so a bad file is reported first.
+func fileEngine(configFile, templatesDir string) (*inject.Revisions, string, error) {
+	if configFile == "" && templatesDir == "" {
+		return nil, "", nil
+	}
+	engine, err := offline.NewEngine(configFile, templatesDir, "", "")
+	source := "built-in"
+	if configFile != "" {
+		source = "file " + configFile
+	}
+	if templatesDir != "" {
+		source += " with the templates of " + templatesDir
+	}
+	return engine, source, err
 }
 
 // config is how to reach the cluster, working in namespace ("": the
