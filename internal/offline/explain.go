@@ -19,18 +19,20 @@ type Explanation struct {
 	Namespace string `json:"namespace"`
 	// Label is the namespace's graft.dev/inject value; LabelFrom says
 	// where the namespace's labels came from (see selection).
-	Label     string             `json:"label"`
-	LabelFrom string             `json:"labelFrom"`
-	Decision  string             `json:"decision"`
-	Reason    string             `json:"reason"`
-	Profile   string             `json:"profile"`
-	Revision  string             `json:"revision"`
-	Tag       string             `json:"tag,omitempty"`
-	Templates []string           `json:"templates"`
-	Params    []ExplainedParam   `json:"params"`
-	Warnings  []string           `json:"warnings"`
-	Message   string             `json:"message,omitempty"`
-	Patch     []manifest.PatchOp `json:"patch"`
+	Label     string   `json:"label"`
+	LabelFrom string   `json:"labelFrom"`
+	Decision  string   `json:"decision"`
+	Reason    string   `json:"reason"`
+	Profile   string   `json:"profile"`
+	Revision  string   `json:"revision"`
+	Tag       string   `json:"tag,omitempty"`
+	Templates []string `json:"templates"`
+	// Kept are the templates left out under onConflict: keep, and why.
+	Kept     []ExplainedKept    `json:"kept,omitempty"`
+	Params   []ExplainedParam   `json:"params"`
+	Warnings []string           `json:"warnings"`
+	Message  string             `json:"message,omitempty"`
+	Patch    []manifest.PatchOp `json:"patch"`
 	// Audit is a live Pod's audit class (graft explain pod/NAME).
 	Audit *ExplainedAudit `json:"audit,omitempty"`
 	// Pods are a live workload's Pods and their audit classes (graft
@@ -55,6 +57,13 @@ type ExplainedAudit struct {
 type ExplainedPod struct {
 	Name string `json:"name"`
 	ExplainedAudit
+}
+
+// ExplainedKept is a template left out under onConflict: keep, and why
+// (what the webhook's warning says).
+type ExplainedKept struct {
+	Template string `json:"template"`
+	Why      string `json:"why"`
 }
 
 // ExplainedParam is a template parameter's value and where it came from.
@@ -234,6 +243,9 @@ func (out *Explanation) fill(ex *inject.Explanation) {
 	out.Profile, out.Message = ex.Profile, ex.Message
 	out.Revision, out.Tag = ex.Result.Revision, ex.Selection.Tag
 	out.Templates = append(out.Templates, ex.Templates...)
+	for _, k := range ex.Result.Kept {
+		out.Kept = append(out.Kept, ExplainedKept{Template: k.Template, Why: k.Why})
+	}
 	out.Warnings = append(out.Warnings, ex.Warnings...)
 	for _, p := range ex.Params {
 		out.Params = append(out.Params, ExplainedParam{Template: p.Template, Param: p.Param, Value: p.Value, Source: p.Source})

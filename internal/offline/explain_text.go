@@ -47,6 +47,9 @@ func writeExplanationText(w io.Writer, ex *Explanation) error {
 		fmt.Fprintf(tw, "  tag:\t%s\n", orNone(ex.Tag))
 	}
 	fmt.Fprintf(tw, "  templates:\t%s\n", orNone(strings.Join(ex.Templates, ", ")))
+	for _, k := range ex.Kept {
+		fmt.Fprintf(tw, "  kept out:\t%s: %s (onConflict: keep)\n", k.Template, k.Why)
+	}
 	if a := ex.Audit; a != nil {
 		fmt.Fprintf(tw, "  audit:\t%s\n", a.text())
 	}
