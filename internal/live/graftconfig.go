@@ -93,8 +93,7 @@ func readMounted(ctx context.Context, c kubernetes.Interface, dep *appsv1.Deploy
 	if !ok {
 		return nil, fmt.Errorf("%s runs no graft serve container", what)
 	}
-	m := &mounted{ctx: ctx, client: c, namespace: dep.Namespace, container: ctr,
-		volumes: dep.Spec.Template.Spec.Volumes, read: map[string]*corev1.ConfigMap{}}
+	m := readConfigMaps(ctx, c, dep.Namespace, ctr, dep.Spec.Template.Spec.Volumes)
 	out := &GraftConfig{TemplatesDir: flags["templates-dir"], Templates: m.templates}
 	var templatesFrom string
 	if out.TemplatesDir != "" {
@@ -153,14 +152,40 @@ func serveContainer(cs []corev1.Container) (*corev1.Container, map[string]string
 }
 
 // mounted reads files of graft's container from the ConfigMaps mounted
-// there, each ConfigMap once.
+// there.
 type mounted struct {
-	ctx       context.Context
-	client    kubernetes.Interface
 	namespace string
 	container *corev1.Container
 	volumes   []corev1.Volume
-	read      map[string]*corev1.ConfigMap
+	// configMaps are the ConfigMaps of the container's ConfigMap volumes
+	// by name, or why one could not be read (said when it is needed).
+	configMaps map[string]*corev1.ConfigMap
+	errs       map[string]error
+}
+
+// readConfigMaps GETs the ConfigMap of each ConfigMap volume ctr mounts,
+// once each, up front: the template loader that reads them later is
+// called without a context.
+func readConfigMaps(ctx context.Context, c kubernetes.Interface, ns string, ctr *corev1.Container, volumes []corev1.Volume) *mounted {
+	m := &mounted{namespace: ns, container: ctr, volumes: volumes,
+		configMaps: map[string]*corev1.ConfigMap{}, errs: map[string]error{}}
+	for _, vm := range ctr.VolumeMounts {
+		i := slices.IndexFunc(volumes, func(v corev1.Volume) bool { return v.Name == vm.Name })
+		if i < 0 || volumes[i].ConfigMap == nil {
+			continue
+		}
+		name := volumes[i].ConfigMap.Name
+		if _, done := m.configMaps[name]; done || m.errs[name] != nil {
+			continue
+		}
+		cm, err := c.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			m.errs[name] = fmt.Errorf("ConfigMap %s/%s: %w", ns, name, err)
+			continue
+		}
+		m.configMaps[name] = cm
+	}
+	return m
 }
 
 // ErrNotConfigMap is a path graft's container reads from a volume that is
@@ -194,9 +219,9 @@ func (m *mounted) files(p string) (map[string]cmFile, string, error) {
 		return nil, "", fmt.Errorf("%s: %w (volume %s)", p, ErrNotConfigMap, mount.Name)
 	}
 	src := m.volumes[i].ConfigMap
-	cm, err := m.configMap(src.Name)
-	if err != nil {
-		return nil, "", err
+	cm, ok := m.configMaps[src.Name]
+	if !ok {
+		return nil, "", m.errs[src.Name]
 	}
 	// The volume's files by their paths in the volume: every key, or
 	// the items' paths.
@@ -237,18 +262,6 @@ func (m *mounted) files(p string) (map[string]cmFile, string, error) {
 		}
 	}
 	return out, "ConfigMap " + m.namespace + "/" + cm.Name, nil
-}
-
-func (m *mounted) configMap(name string) (*corev1.ConfigMap, error) {
-	if cm, ok := m.read[name]; ok {
-		return cm, nil
-	}
-	cm, err := m.client.CoreV1().ConfigMaps(m.namespace).Get(m.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s: %w", m.namespace, name, err)
-	}
-	m.read[name] = cm
-	return cm, nil
 }
 
 // file is the contents of the file at p, and what errors call it.
