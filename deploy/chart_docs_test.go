@@ -13,7 +13,7 @@ import (
 // valuesOpaque are values whose contents are the user's data (a
 // configuration, labels, resources): the README documents them as a whole.
 var valuesOpaque = []string{
-	"config.profiles", "config.server", "namespace.labels", "resources", "templates.extra", "audit.exporter.resources",
+	"config.profiles", "config.server", "namespace.labels", "resources", "templates.extra", "audit.exporter.resources", "watchdog.resources",
 	"monitoring.serviceMonitor.labels", "monitoring.prometheusRule.labels", "monitoring.dashboard.labels",
 }
 

@@ -17,35 +17,23 @@ import (
 // object. Only what cannot be the same is normalised (see normalise).
 func TestChartRendersWhatKustomizeBuilds(t *testing.T) {
 	h := newHelm(t)
-	// A copy of deploy/ whose self-signed overlay has certificates, and an
-	// overlay adding the monitoring component to cert-manager.
+	// A copy of deploy/ whose self-signed overlay has certificates.
 	root, _ := selfSignedTree(t)
-	monitoring := filepath.Join(root, "overlays", "cert-manager-monitoring")
-	if err := os.MkdirAll(monitoring, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	kustomization := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n" +
-		"resources: [../cert-manager]\ncomponents: [../../components/monitoring]\n"
-	if err := os.WriteFile(filepath.Join(monitoring, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	audit := filepath.Join(root, "overlays", "base-audit")
-	if err := os.MkdirAll(audit, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	kustomization = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n" +
-		"resources: [../../base]\ncomponents: [../../components/audit]\n"
-	if err := os.WriteFile(filepath.Join(audit, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	netpol := filepath.Join(root, "overlays", "base-network-policy")
-	if err := os.MkdirAll(netpol, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	kustomization = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n" +
-		"resources: [../../base]\ncomponents: [../../components/network-policy]\n"
-	if err := os.WriteFile(filepath.Join(netpol, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
-		t.Fatal(err)
+	// Overlays the tree lacks: a component added to a base or overlay.
+	for dir, body := range map[string]string{
+		"cert-manager-monitoring": "resources: [../cert-manager]\ncomponents: [../../components/monitoring]\n",
+		"base-audit":              "resources: [../../base]\ncomponents: [../../components/audit]\n",
+		"base-network-policy":     "resources: [../../base]\ncomponents: [../../components/network-policy]\n",
+		"base-watchdog":           "resources: [../../base]\ncomponents: [../../components/watchdog]\n",
+	} {
+		dir = filepath.Join(root, "overlays", dir)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		kustomization := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n" + body
+		if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	certs := filepath.Join(root, "overlays", "self-signed", "certs")
 	variants := map[string]chartVariant{}
@@ -61,6 +49,7 @@ func TestChartRendersWhatKustomizeBuilds(t *testing.T) {
 		{"overlays/cert-manager-monitoring", "monitoring"},
 		{"overlays/base-audit", "audit"},
 		{"overlays/base-network-policy", "network-policy"},
+		{"overlays/base-watchdog", "watchdog"},
 	} {
 		t.Run(c.kustomize, func(t *testing.T) {
 			v, ok := variants[c.chart]

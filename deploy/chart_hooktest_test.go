@@ -52,7 +52,7 @@ func TestChartTestHook(t *testing.T) {
 			p := testHook(t, out)
 			var d appsv1.Deployment
 			for _, o := range out.find("Deployment") {
-				if !strings.HasSuffix(o.name, "-audit") {
+				if ownDeployment(o.name) {
 					d = one[appsv1.Deployment](t, out, "Deployment", o.name)
 				}
 			}

@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,15 +10,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// selectorRoles are the parts of a release with Pods of their own.
+var selectorRoles = []string{"graft", "audit", "watchdog"}
+
 // selector is one selector a release renders: where it is, what it
-// selects (Pods or Services) and whose (graft's or the audit exporter's).
+// selects (Pods or Services) and whose (graft's, the audit exporter's or
+// the watchdog's).
 type selector struct {
 	where, kind, role string
 	sel               *metav1.LabelSelector
 }
 
 // releaseSelectors are the labels of one release's Pods and Services, by
-// role ("graft", "audit"), and every selector it renders.
+// role (selectorRoles), and every selector it renders.
 type releaseSelectors struct {
 	podLabels, serviceLabels map[string]map[string]string
 	selectors                []selector
@@ -29,11 +32,13 @@ func selectorsOf(t *testing.T, out output, fullname string) releaseSelectors {
 	t.Helper()
 	r := releaseSelectors{podLabels: map[string]map[string]string{}, serviceLabels: map[string]map[string]string{}}
 	role := func(name string) string {
-		if strings.HasSuffix(name, "-audit") {
-			return "audit"
+		for _, r := range []string{"audit", "watchdog"} {
+			if name == fullname+"-"+r {
+				return r
+			}
 		}
 		if name != fullname {
-			t.Fatalf("%s: neither %s nor %s-audit", name, fullname, fullname)
+			t.Fatalf("%s: neither %s nor %s-audit nor %s-watchdog", name, fullname, fullname, fullname)
 		}
 		return "graft"
 	}
@@ -59,7 +64,7 @@ func selectorsOf(t *testing.T, out output, fullname string) releaseSelectors {
 			r.selectors = append(r.selectors, selector{where + " spec.selector", "Service", role(o.name), &sm.Spec.Selector})
 		}
 	}
-	for _, role := range []string{"graft", "audit"} {
+	for _, role := range selectorRoles {
 		if r.podLabels[role] == nil || r.serviceLabels[role] == nil {
 			t.Fatalf("the render lacks the %s Deployment or Service", role)
 		}
@@ -68,15 +73,16 @@ func selectorsOf(t *testing.T, out output, fullname string) releaseSelectors {
 }
 
 // TestChartReleasesDoNotOverlap: two releases of the chart in one
-// namespace, the audit exporter included, each select only their own
-// Pods and Services, with every selector the chart renders; graft's
-// selectors never take the exporter's Pods, nor the reverse.
+// namespace, the audit exporter and the watchdog included, each select
+// only their own Pods and Services, with every selector the chart renders;
+// graft's selectors never take the exporter's or the watchdog's Pods, nor
+// the reverse.
 func TestChartReleasesDoNotOverlap(t *testing.T) {
 	h := newHelm(t)
 	render := func(name string) releaseSelectors {
 		out, err := h.run(t, "template", name, chartDir, "--namespace", namespace, "--kube-version", kubeVersion,
 			"--set", "monitoring.serviceMonitor.enabled=true", "--set", "certificates.source=existingSecret",
-			"--set", "audit.rbac.enabled=true", "--set", "audit.exporter.enabled=true")
+			"--set", "audit.rbac.enabled=true", "--set", "audit.exporter.enabled=true", "--set", "watchdog.enabled=true")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +92,7 @@ func TestChartReleasesDoNotOverlap(t *testing.T) {
 	for name, r := range releases {
 		for other, o := range releases {
 			for _, s := range r.selectors {
-				for _, role := range []string{"graft", "audit"} {
+				for _, role := range selectorRoles {
 					labels := o.podLabels[role]
 					if s.kind == "Service" {
 						labels = o.serviceLabels[role]

@@ -141,7 +141,7 @@ func TestChartCIValuesRenderAlone(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !slices.ContainsFunc(parseObjects(t, out).find("Deployment"), func(o object) bool {
-				return strings.HasPrefix(o.name, "graft-ct") && !strings.HasSuffix(o.name, "-audit")
+				return strings.HasPrefix(o.name, "graft-ct") && ownDeployment(o.name)
 			}) {
 				t.Error("no graft Deployment rendered")
 			}
@@ -273,7 +273,8 @@ func TestChartIsDeterministic(t *testing.T) {
 // makes no RBAC objects for it and mounts no token, whatever the values.
 // The one exception is opt-in and not graft's: audit.rbac.enabled gives
 // `graft audit` (and audit.exporter its exporter) its own ServiceAccount,
-// allowed to get and list only.
+// allowed to get and list only; watchdog.enabled gives graft watchdog its
+// own, allowed what it needs (checkWatchdogRBAC).
 func TestChartGrantsNothing(t *testing.T) {
 	h := newHelm(t)
 	for _, v := range chartVariants(t, "") {
@@ -282,6 +283,10 @@ func TestChartGrantsNothing(t *testing.T) {
 			for _, o := range out {
 				if bytes.Contains(o.yaml, []byte("app.kubernetes.io/component: audit")) {
 					checkAuditRBAC(t, o.kind, o.name, o.yaml)
+					continue
+				}
+				if bytes.Contains(o.yaml, []byte("app.kubernetes.io/component: watchdog")) {
+					checkWatchdogRBAC(t, o.kind, o.name, o.yaml)
 					continue
 				}
 				if slices.Contains([]string{"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}, o.kind) {

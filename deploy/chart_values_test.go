@@ -67,7 +67,7 @@ func TestChartConfigIsServed(t *testing.T) {
 			out := h.render(t, v.args...)
 			var names []string
 			for _, d := range out.find("Deployment") {
-				if !strings.HasSuffix(d.name, "-audit") { // the audit exporter
+				if ownDeployment(d.name) {
 					names = append(names, d.name)
 				}
 			}

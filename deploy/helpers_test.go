@@ -82,3 +82,9 @@ func parseCA(bundle []byte) ([]*x509.Certificate, error) {
 	}
 	return certs, nil
 }
+
+// ownDeployment: a Deployment of graft's own, not of a part that runs
+// beside it (the audit exporter, the watchdog).
+func ownDeployment(name string) bool {
+	return !strings.HasSuffix(name, "-audit") && !strings.HasSuffix(name, "-watchdog")
+}

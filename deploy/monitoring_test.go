@@ -357,11 +357,11 @@ func TestChartAlertRules(t *testing.T) {
 			t.Errorf("GraftWebhookSlow at %v, want half of timeoutSeconds 5", got)
 		}
 		for _, a := range g.alerts() {
-			if strings.Contains(a.Expr, `job="graft"`) || strings.Contains(a.Expr, `job="graft-audit"`) {
+			if strings.Contains(a.Expr, `job="graft"`) || strings.Contains(a.Expr, `job="graft-audit"`) || strings.Contains(a.Expr, `job="graft-watchdog"`) {
 				t.Errorf("%s still selects the component's job: %s", a.Alert, a.Expr)
 			}
 		}
-		for _, job := range []string{`job="graft-sidecars"`, `job="graft-sidecars-audit"`} {
+		for _, job := range []string{`job="graft-sidecars"`, `job="graft-sidecars-audit"`, `job="graft-sidecars-watchdog"`} {
 			if !bytes.Contains(file, []byte(job)) {
 				t.Errorf("no rule selects the release's %s", job)
 			}

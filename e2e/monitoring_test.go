@@ -35,8 +35,9 @@ var prometheusMetrics = map[string]bool{"up": true}
 
 // TestMonitoringNamesExist: every metric the alert rules and the dashboard
 // query, and every label they select or group by, exists in what graft's
-// /metrics, the API server's /metrics and the audit exporter's /metrics
-// (`graft audit --serve`) expose, scraped here from the real processes. A
+// /metrics, the API server's /metrics, the audit exporter's /metrics
+// (`graft audit --serve`) and graft watchdog's expose, scraped here from the
+// real processes. A
 // misspelt or removed name fails.
 func TestMonitoringNamesExist(t *testing.T) {
 	probeWebhookFailures(t)
@@ -55,6 +56,9 @@ func TestMonitoringNamesExist(t *testing.T) {
 	}
 	audit := startAuditExporter(t, writeKubeconfig(t), "-n", ns)
 	addSeries(exposed, scrape(t, hc, audit.url+"/metrics", ""))
+	// graft watchdog's, with a grace long enough that it restarts nothing.
+	watchdog := startWatchdog(t, "e2e-metrics-watchdog", "--grace", "24h")
+	addSeries(exposed, scrape(t, hc, "http://"+watchdog+"/metrics", ""))
 
 	exprs := ruleExpressions(t)
 	dash := dashboardExpressions(t, exposed)

@@ -66,6 +66,7 @@ Exit codes: 0 done; 1 an error; 3 a Pod is in a class --fail-on lists.`,
 	}
 	fl := cmd.Flags()
 	f.cluster.register(cmd)
+	f.cluster.registerGraft(cmd)
 	fl.StringVarP(&f.namespace, "namespace", "n", "", "audit this namespace only")
 	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "audit every namespace (the default)")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table, json or prometheus")

@@ -58,6 +58,7 @@ stderr.`,
 	}
 	f.register(cmd, "text", "json")
 	cf.register(cmd)
+	cf.registerGraft(cmd)
 	return cmd
 }
 

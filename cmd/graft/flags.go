@@ -151,6 +151,12 @@ func (f *clusterFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
 	fl.StringVar(&f.context, "context", "", "kubeconfig context (default: the current one)")
 	fl.DurationVar(&f.timeout, "request-timeout", 30*time.Second, "timeout of each request to the API server")
+}
+
+// registerGraft adds the flags that find graft's Deployment, for the
+// commands that judge by its configuration (liveEngine).
+func (f *clusterFlags) registerGraft(cmd *cobra.Command) {
+	fl := cmd.Flags()
 	fl.StringVar(&f.graft.Namespace, "graft-namespace", names.SystemNamespace, "namespace of graft's Deployment, whose mounted configuration is used without --config")
 	fl.StringVar(&f.graft.Deployment, "graft-deployment", "", "graft's Deployment (default: the one labelled "+names.AppNameLabel+"="+names.AppName+" in --graft-namespace)")
 }

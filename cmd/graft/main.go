@@ -63,6 +63,8 @@ func newRootCmd() *cobra.Command {
 		newExplainCmd(),
 		newUninjectCmd(),
 		newAuditCmd(),
+		newRolloutCmd(),
+		newWatchdogCmd(),
 		newRenderCmd(),
 		newTemplatesCmd(),
 		newCertsCmd(),

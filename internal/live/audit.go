@@ -16,13 +16,32 @@ import (
 // out as it goes: what it keeps grows with namespaces, ReplicaSets, Jobs
 // and workloads, never with Pods. The caller closes out with the report.
 func (cl *Cluster) Audit(ctx context.Context, a *audit.Auditor, namespace string, chunk int64, out audit.Writer, start time.Time) (*audit.Report, error) {
-	c := cl.client
 	rep := audit.NewReport(start)
+	err := cl.Classify(ctx, a, namespace, chunk, func(_ audit.Namespace, _ audit.Pod, res *audit.PodResult) error {
+		rep.Add(res)
+		if err := out.Pod(res); err != nil {
+			return fmt.Errorf("writing the report: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	rep.Duration = time.Since(rep.Time)
+	return rep, nil
+}
+
+// Classify classifies with a the Pods of namespace ("" every one), in
+// LIST pages of chunk objects, and hands each to each with its Namespace
+// and the Pod as the audit read it (valid during the call only): what
+// graft audit and graft rollout start from.
+func (cl *Cluster) Classify(ctx context.Context, a *audit.Auditor, namespace string, chunk int64, each func(audit.Namespace, audit.Pod, *audit.PodResult) error) error {
+	c := cl.client
 	nss := map[string]audit.Namespace{}
 	if namespace != "" {
 		ns, err := c.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
 		if err != nil {
-			return nil, fmt.Errorf("namespace %s: %w", namespace, err)
+			return fmt.Errorf("namespace %s: %w", namespace, err)
 		}
 		nss[ns.Name] = auditNamespace(ns)
 	} else {
@@ -39,12 +58,12 @@ func (cl *Cluster) Audit(ctx context.Context, a *audit.Auditor, namespace string
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("listing namespaces: %w", err)
+			return fmt.Errorf("listing namespaces: %w", err)
 		}
 	}
 	own, err := loadOwners(ctx, c, namespace, chunk)
 	if err != nil {
-		return nil, fmt.Errorf("listing owners: %w", err)
+		return fmt.Errorf("listing owners: %w", err)
 	}
 	err = listPages(ctx, chunk, func(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, string, error) {
 		l, err := c.CoreV1().Pods(namespace).List(ctx, opts)
@@ -74,16 +93,14 @@ func (cl *Cluster) Audit(ctx context.Context, a *audit.Auditor, namespace string
 			}
 			res := audit.PodResult{Namespace: p.Namespace, Name: p.Name,
 				Workload: own.workload(p.Name, p.OwnerReferences), Verdict: v}
-			rep.Add(&res)
-			if err := out.Pod(&res); err != nil {
-				return fmt.Errorf("writing the report: %w", err)
+			if err := each(ns, ap, &res); err != nil {
+				return err
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
+		return fmt.Errorf("listing pods: %w", err)
 	}
-	rep.Duration = time.Since(rep.Time)
-	return rep, nil
+	return nil
 }

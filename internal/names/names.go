@@ -22,6 +22,10 @@ const (
 	// Revision on a namespace (or a Pod, where its profile allows) selects
 	// a template revision or a tag pointing at one.
 	Revision = Prefix + "rev"
+	// Watchdog on a namespace, set to EnabledValue, opts its Pods in to
+	// graft watchdog: owners of Pods admitted without graft are
+	// restarted.
+	Watchdog = Prefix + "watchdog"
 )
 
 // Values of Inject.
@@ -63,6 +67,10 @@ const (
 	NamespaceNameLabel = "kubernetes.io/metadata.name"
 	// OSLabel is the node label a Pod selects an operating system by.
 	OSLabel = "kubernetes.io/os"
+	// RestartedAt is the pod-template annotation `kubectl rollout
+	// restart` sets to the time of the restart; graft rollout and the
+	// watchdog restart owners the same way.
+	RestartedAt = "kubectl.kubernetes.io/restartedAt"
 	// AppNameLabel is Kubernetes' recommended label for an application's
 	// name: deploy/ puts AppName on graft's Deployment, and the live
 	// commands find graft's Deployment by it.
@@ -109,6 +117,8 @@ func All() []Name {
 				"On a Pod: `\"" + OptOutValue + "\"` opts the Pod out."},
 		{Revision, Label, "Namespace, Pod", "users",
 			"A template revision, or a tag pointing at one (`stable`, `canary`); on a Pod only where its profile allows."},
+		{Watchdog, Label, "Namespace", "users",
+			"`" + EnabledValue + "` opts the namespace in to `graft watchdog`: the owners of its Pods admitted without graft are restarted."},
 		{Injected, Label, "Pod", "graft",
 			"Set on every Pod graft injects, to the revision it injected from; the guarantee policy selects on it."},
 		{Status, Annotation, "Pod", "graft",

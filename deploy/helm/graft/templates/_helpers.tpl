@@ -58,6 +58,15 @@ app.kubernetes.io/name: {{ include "graft.name" . }}-audit
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{/*
+What graft watchdog's selectors match: a name of its own, as the audit
+exporter's.
+*/}}
+{{- define "graft.watchdogSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "graft.name" . }}-watchdog
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
 {{/* Objects of graft's own: its name, part of graft. */}}
 {{- define "graft.labels" -}}
 {{ include "graft.selectorLabels" . }}

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/graftdev/graft/audit"
+	"github.com/graftdev/graft/internal/live"
+	"github.com/graftdev/graft/rollout"
+)
+
+// Exit codes of graft rollout --apply beyond 0 (done) and 1 (an error).
+const (
+	// exitStopped: an owner's rollout failed or timed out; the run
+	// stopped there.
+	exitStopped = 4
+	// exitSkipped: the run completed, but owners were skipped because a
+	// PodDisruptionBudget allowed no disruption.
+	exitSkipped = 5
+)
+
+type rolloutFlags struct {
+	cluster       clusterFlags
+	namespace     string
+	allNamespaces bool
+	output        string
+	classes       string
+	dryRun        bool
+	apply         bool
+	inPlace       bool
+	maxConcurrent int
+	timeout       time.Duration
+	chunkSize     int64
+	config        string
+	templatesDir  string
+}
+
+func newRolloutCmd() *cobra.Command {
+	var f rolloutFlags
+	cmd := &cobra.Command{
+		Use:   "rollout [flags]",
+		Short: "Restart the workloads whose Pods run a stale sidecar or lack one",
+		Long: `rollout audits the cluster as graft audit does and plans, per owner
+(grouped by namespace and kind), what brings its Pods to what graft would
+inject now: for Deployments, StatefulSets and DaemonSets whose Pods are
+stale, or missing graft because it did not answer or the namespace was
+labelled later, a restart as kubectl rollout restart does (the pod
+template annotation kubectl.kubernetes.io/restartedAt). Pods of Jobs and
+CronJobs, bare Pods, ReplicaSets without a Deployment and Pods a restart
+would not inject are reported, never deleted. Like graft audit, it judges
+by the configuration graft's Deployment mounts (--config and
+--templates-dir name files instead) and says which on stderr.
+
+By default it only plans (--dry-run). --apply acts: at most
+--max-concurrent owners at a time, each restarted only if no
+PodDisruptionBudget selecting its Pods allows zero disruptions at that
+moment (such owners are skipped and reported), then waited for until its
+rollout completes as kubectl rollout status judges it (observed
+generation, updated and available replicas), within --timeout. The first
+failure stops the run: the report says which owner failed and which were
+not started.
+
+--in-place upgrades, instead of restarting, the Pods whose new revision
+changes nothing but the images of native sidecars: it patches
+spec.initContainers[i].image and graft.dev/status (and graft.dev/injected)
+so the kubelet restarts only those containers and the app keeps running.
+A Pod it refuses, with a reason, is restarted with its owner.
+
+Progress goes to stderr: a status line on a terminal, plain lines
+otherwise. The plan or result goes to stdout: -o table (default) or json
+(schema rollout.graft.dev/v1alpha1).
+Exit codes: 0 planned (--dry-run), or every owner done (reported ones
+aside); 1 an error; 4 a rollout failed or timed out and the run stopped;
+5 done, but owners were skipped for their PodDisruptionBudget.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runRollout(cmd, &f)
+		},
+	}
+	fl := cmd.Flags()
+	f.cluster.register(cmd)
+	f.cluster.registerGraft(cmd)
+	fl.StringVarP(&f.namespace, "namespace", "n", "", "roll out this namespace only")
+	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "roll out every namespace (the default)")
+	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
+	fl.StringVar(&f.classes, "classes", "stale,missing", "audit classes whose Pods put their owner on the plan: stale, missing or both")
+	fl.BoolVar(&f.dryRun, "dry-run", true, "only plan: change nothing (the default; --apply acts)")
+	fl.BoolVar(&f.apply, "apply", false, "carry out the plan")
+	fl.BoolVar(&f.inPlace, "in-place", false, "upgrade Pods whose new revision changes only native sidecars' images in place, without a restart")
+	fl.IntVar(&f.maxConcurrent, "max-concurrent", 1, "owners rolled out at once")
+	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long each owner's rollout may take")
+	fl.Int64Var(&f.chunkSize, "chunk-size", 500, "objects per LIST page")
+	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve (default: the one graft's Deployment mounts)")
+	fl.StringVar(&f.templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
+	return cmd
+}
+
+func runRollout(cmd *cobra.Command, f *rolloutFlags) error {
+	if err := checkFormat(f.output, "table", "json"); err != nil {
+		return err
+	}
+	if f.allNamespaces && f.namespace != "" {
+		return errors.New("give either -n NAMESPACE or -A, not both")
+	}
+	if f.apply && cmd.Flags().Changed("dry-run") && f.dryRun {
+		return errors.New("give either --apply or --dry-run, not both")
+	}
+	dryRun := !f.apply
+	if f.maxConcurrent < 1 {
+		return fmt.Errorf("--max-concurrent %d: want at least 1", f.maxConcurrent)
+	}
+	if f.timeout <= 0 || f.chunkSize < 1 {
+		return errors.New("--timeout and --chunk-size must be positive")
+	}
+	classes, err := audit.ParseClasses(f.classes)
+	if err != nil {
+		return fmt.Errorf("--classes: %w", err)
+	}
+	for _, c := range classes {
+		if c != audit.Stale && c != audit.Missing {
+			return fmt.Errorf("--classes %s: rollout acts on stale and missing Pods only", c)
+		}
+	}
+	engine, source, err := fileEngine(f.config, f.templatesDir)
+	if err != nil {
+		return err
+	}
+	cluster, err := live.Connect(f.cluster.config(""))
+	if err != nil {
+		return err
+	}
+	ctx := commandContext(cmd)
+	if engine == nil {
+		if engine, source, err = f.cluster.liveEngine(ctx, cluster, "", ""); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(cmd.ErrOrStderr(), "graft: configuration:", source)
+	start := time.Now()
+	planner := rollout.NewPlanner(classes)
+	var upgrader *rollout.Upgrader
+	if f.inPlace {
+		upgrader = rollout.NewUpgrader(engine)
+	}
+	err = cluster.Classify(ctx, audit.New(engine), f.namespace, f.chunkSize, func(ns audit.Namespace, p audit.Pod, r *audit.PodResult) error {
+		if !planner.Wants(r.Verdict) {
+			return nil
+		}
+		var up *rollout.Upgrade
+		var refusal rollout.Refusal
+		var why string
+		if upgrader != nil {
+			up, refusal, why = upgrader.Plan(ns, p, r.Verdict)
+		}
+		planner.Add(r, up, refusal, why)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	plan := planner.Plan()
+	if dryRun {
+		return rollout.Write(cmd.OutOrStdout(), f.output, plan, true, start, 0)
+	}
+	stderr := cmd.ErrOrStderr()
+	terminal, width := terminalWidth(stderr)
+	prog := rollout.NewProgress(stderr, terminal, width, time.Now)
+	applyErr := cluster.Apply(ctx, plan, live.RolloutOptions{MaxConcurrent: f.maxConcurrent, Timeout: f.timeout,
+		Interval: 500 * time.Millisecond, Now: time.Now}, prog)
+	if err := rollout.Write(cmd.OutOrStdout(), f.output, plan, false, start, time.Since(start)); err != nil {
+		return err
+	}
+	if applyErr != nil {
+		return applyErr
+	}
+	return rolloutExit(plan)
+}
+
+// rolloutExit is the exit code an applied plan ends with.
+func rolloutExit(plan *rollout.Plan) error {
+	states := plan.States()
+	if states[rollout.Failed] > 0 {
+		for _, it := range plan.Items {
+			if it.State == rollout.Failed {
+				return &exitError{code: exitStopped, err: fmt.Errorf("stopped at %s: %s (%d owners not started)", it.Owner, it.Message, states[rollout.NotStarted])}
+			}
+		}
+	}
+	if n := states[rollout.SkippedBudget]; n > 0 {
+		var which []string
+		for _, it := range plan.Items {
+			if it.State == rollout.SkippedBudget {
+				which = append(which, it.Owner.String())
+			}
+		}
+		return &exitError{code: exitSkipped, err: fmt.Errorf("%d owners skipped: a PodDisruptionBudget allows no disruption: %s", n, strings.Join(which, ", "))}
+	}
+	return nil
+}
+
+// terminalWidth reports whether w is a terminal, for the progress
+// display, and its width in columns (0 if unknown).
+func terminalWidth(w io.Writer) (bool, int) {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return false, 0
+	}
+	width, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return true, 0
+	}
+	return true, width
+}
