@@ -46,13 +46,13 @@ bench-e2e: e2e-deps bench-tools
 	cd e2e && $(E2E_ENV) GRAFT_BENCH_CONVENTIONAL=$(CURDIR)/$(BENCH_BIN)/conventional \
 		$(GO) run ./cmd/podlatency -out ../$(BENCH_RESULTS) $(BENCH_E2E_FLAGS)
 
-## bench-audit: graft audit over 10,000 Pods in a real kube-apiserver: wall time and peak RSS of the child, median of 5 runs.
+## bench-audit: graft audit over 10,000 Pods in a real kube-apiserver: wall time and peak RSS of the child, median of 5 runs; writes bench/results/audit-latest.{md,json}.
 bench-audit: e2e-deps
-	cd e2e && $(E2E_ENV) $(GO) run ./cmd/auditload $(BENCH_AUDIT_FLAGS)
+	cd e2e && $(E2E_ENV) $(GO) run ./cmd/auditload -out ../$(BENCH_RESULTS) $(BENCH_AUDIT_FLAGS)
 
-## bench-audit-fleet: graft audit at 10,000 Pods and again at 100,000 (Pods added in between): wall time and peak RSS, median of 3 runs at each size.
+## bench-audit-fleet: graft audit at 10,000 Pods and again at 100,000 (Pods added in between): wall time and peak RSS, median of 3 runs at each size; writes bench/results/audit-fleet-latest.{md,json}.
 bench-audit-fleet: e2e-deps
-	cd e2e && $(E2E_ENV) $(GO) run ./cmd/auditload -pods 10000,100000 -runs 3 $(BENCH_AUDIT_FLAGS)
+	cd e2e && $(E2E_ENV) $(GO) run ./cmd/auditload -pods 10000,100000 -runs 3 -out ../$(BENCH_RESULTS) -name audit-fleet-latest $(BENCH_AUDIT_FLAGS)
 
 ## bench-fleet: 100 simulated nodes, 200 Deployments scaled from 0 to 50 by the controllers (10,000 Pods) through graft's two replicas behind its Service, no webhook, the minimal webhook and its replay of graft's patch, each on a fresh cluster; and a canary tag over 100 rolled-out Deployments; writes bench/results/fleet-latest.{md,json}. Needs root (network namespaces).
 bench-fleet: e2e-deps

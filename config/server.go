@@ -121,7 +121,7 @@ type Server struct {
 // GOMEMLIMIT set to it). Measured on the 2-core development machine
 // (graft serve with deploy/base's configuration, 2,000 idle TLS
 // connections opened to it, /proc/<pid>/status; make bench-hostile for
-// the whole under attack, docs/limits.md): graft at rest holds about
+// the whole under attack, docs/reference/limits.md): graft at rest holds about
 // 50 MiB, an idle TLS connection about 27 KiB (its goroutine, TLS state
 // and fasthttp's, the buffers given back while idle). One carrying a
 // request holds about 32 KiB more: the 8 KiB read and 4 KiB write

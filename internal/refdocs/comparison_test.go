@@ -13,13 +13,13 @@ var (
 	refDef = regexp.MustCompile(`(?m)^\[([a-z][0-9]+)\]: (\S+)$`)
 )
 
-// TestComparisonCitesSources: every cell of docs/comparison.md's feature
+// TestComparisonCitesSources: every cell of docs/reference/comparison.md's feature
 // table cites a source, every source cited is defined, each project's
 // sources are its own (a documentation site, or its repository pinned to a
 // commit), and graft's sources are files of this repository whose anchors
 // exist.
 func TestComparisonCitesSources(t *testing.T) {
-	path := filepath.Join(repoRoot, "docs", "comparison.md")
+	path := filepath.Join(repoRoot, "docs", "reference", "comparison.md")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -186,8 +186,10 @@ func TestServesOverTLS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A generous timeout: this checks what the peer answers, not how
+			// fast; the huge review under -race on a busy machine took 10 s.
 			res, err := load.Run(context.Background(), load.Config{
-				URL: "https://" + ln.Addr().String() + "/inject?timeout=10s", TLS: client,
+				URL: "https://" + ln.Addr().String() + "/inject?timeout=60s", TLS: client,
 				Requests: reqs, Mode: load.Closed, Concurrency: 2, MaxRequests: 6, SampleEvery: 1,
 			})
 			if err != nil {

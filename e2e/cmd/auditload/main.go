@@ -4,7 +4,8 @@
 // default admission plugins on; no nodes, so nothing runs them), each
 // namespace's owned by a Deployment's ReplicaSet, then runs graft audit
 // as a child process -runs times and reports its wall time and peak
-// resident memory (getrusage of the child). Given several sizes
+// resident memory (getrusage of the child, started by a small process of
+// its own: see runMeasured). Given several sizes
 // (-pods 10000,100000), it audits at each, adding Pods in between, which
 // shows how wall time and memory grow with the fleet. Run it with `make
 // bench-audit` (10,000 Pods) or `make bench-audit-fleet` (10,000, then
@@ -41,6 +42,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == measuredArg {
+		os.Exit(runMeasured(os.Args[2:]))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -53,6 +57,7 @@ type options struct {
 	sizes                     []int // fleet sizes, ascending: Pods created before each set of runs
 	namespaces, runs, workers int
 	chunk                     int
+	out, name                 string // where the results go, and their file name
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
@@ -64,6 +69,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	fs.IntVar(&o.runs, "runs", 5, "graft audit runs measured")
 	fs.IntVar(&o.workers, "workers", 16, "concurrent creates")
 	fs.IntVar(&o.chunk, "chunk-size", 500, "graft audit --chunk-size")
+	fs.StringVar(&o.out, "out", "", "if set, write the results (-name, .md and .json) in this directory")
+	fs.StringVar(&o.name, "name", "audit-latest", "the results' file name, without extension")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -111,6 +118,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err := c.WriteKubeconfig(kubeconfig); err != nil {
 		return err
 	}
+	res := results{Setup: fmt.Sprintf("kube-apiserver v1.36.3 (default admission plugins) on etcd 3.6, loopback; Pods created through graft's "+
+		"shipped webhooks in %d namespaces, half opted in, each namespace's owned by a Deployment's ReplicaSet; `graft audit -A -o json "+
+		"--chunk-size %d` run as a child of a small starter, wall time, CPU time and the child's peak RSS (getrusage), %d runs at each size", o.namespaces, o.chunk, o.runs)}
 	created := 0
 	for _, size := range o.sizes {
 		start := time.Now()
@@ -119,35 +129,52 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 		fmt.Fprintf(stderr, "auditload: %d Pods created in %s (%d in all)\n", size-created, time.Since(start).Round(time.Millisecond), size)
 		created = size
-		if err := measure(ctx, opts.Graft, kubeconfig, size, o, stdout); err != nil {
+		load := loadAverage()
+		set, err := measure(ctx, opts.Graft, kubeconfig, size, o, stdout)
+		if err != nil {
 			return err
 		}
+		set.LoadBefore, set.LoadAfter = load, loadAverage()
+		res.Sizes = append(res.Sizes, set)
+	}
+	if o.out != "" {
+		res.When = time.Now().UTC().Format("2006-01-02 15:04 UTC")
+		return res.write(o.out, o.name)
 	}
 	return nil
 }
 
 // measure runs graft audit o.runs times over size Pods and prints each
 // run and the medians.
-func measure(ctx context.Context, graft, kubeconfig string, size int, o options, stdout io.Writer) error {
-	var walls []time.Duration
+func measure(ctx context.Context, graft, kubeconfig string, size int, o options, stdout io.Writer) (sizeResult, error) {
+	set := sizeResult{Pods: size}
+	var walls, cpus []time.Duration
 	var rss []int64
 	for i := range o.runs {
-		wall, maxrss, listed, err := auditOnce(ctx, graft, kubeconfig, o.chunk)
+		wall, cpu, maxrss, listed, err := auditOnce(ctx, graft, kubeconfig, o.chunk)
 		if err != nil {
-			return err
+			return set, err
 		}
 		if listed < size {
-			return fmt.Errorf("graft audit reported %d Pods, want at least %d", listed, size)
+			return set, fmt.Errorf("graft audit reported %d Pods, want at least %d", listed, size)
 		}
-		fmt.Fprintf(stdout, "run %d: %d Pods, wall %s, peak RSS %.1f MiB\n", i+1, listed, wall.Round(time.Millisecond), float64(maxrss)/1024)
-		walls, rss = append(walls, wall), append(rss, maxrss)
+		line := fmt.Sprintf("run %d: %d Pods, wall %s, CPU %s, peak RSS %.1f MiB", i+1, listed, wall.Round(time.Millisecond), cpu.Round(time.Millisecond), float64(maxrss)/1024)
+		fmt.Fprintln(stdout, line)
+		set.Lines = append(set.Lines, line)
+		set.Runs = append(set.Runs, runResult{WallS: wall.Seconds(), CPUS: cpu.Seconds(), PeakRSSMiB: float64(maxrss) / 1024})
+		walls, cpus, rss = append(walls, wall), append(cpus, cpu), append(rss, maxrss)
 	}
 	slices.Sort(walls)
+	slices.Sort(cpus)
 	slices.Sort(rss)
-	fmt.Fprintf(stdout, "graft audit over %d Pods, %d runs: median wall %s (min %s, max %s), median peak RSS %.1f MiB (max %.1f MiB)\n",
+	set.MedianWallS, set.MedianCPUS = walls[len(walls)/2].Seconds(), cpus[len(cpus)/2].Seconds()
+	set.MedianRSSMiB, set.MaxRSSMiB = float64(rss[len(rss)/2])/1024, float64(rss[len(rss)-1])/1024
+	line := fmt.Sprintf("graft audit over %d Pods, %d runs: median wall %s (min %s, max %s), median CPU %s, median peak RSS %.1f MiB (max %.1f MiB)",
 		size, o.runs, walls[len(walls)/2].Round(time.Millisecond), walls[0].Round(time.Millisecond), walls[len(walls)-1].Round(time.Millisecond),
-		float64(rss[len(rss)/2])/1024, float64(rss[len(rss)-1])/1024)
-	return nil
+		cpus[len(cpus)/2].Round(time.Millisecond), set.MedianRSSMiB, set.MaxRSSMiB)
+	fmt.Fprintln(stdout, line)
+	set.Lines = append(set.Lines, line)
+	return set, nil
 }
 
 // setUp creates the namespaces, half of them opted in, and a Deployment
@@ -227,19 +254,33 @@ func deployment(ctx context.Context, client kubernetes.Interface, ns string) (me
 }
 
 // auditOnce runs graft audit -A -o json and returns its wall time, its
-// peak RSS in KiB, and how many Pods it reported.
-func auditOnce(ctx context.Context, graft, kubeconfig string, chunk int) (time.Duration, int64, int, error) {
-	cmd := exec.CommandContext(ctx, graft, "audit", "-A", "-o", "json", "--kubeconfig", kubeconfig, "--chunk-size", fmt.Sprint(chunk))
+// CPU time (user and system; its starter's few milliseconds included),
+// its peak RSS in KiB, and how many Pods it reported. CPU time, unlike
+// wall time, hardly depends on what else the machine runs.
+func auditOnce(ctx context.Context, graft, kubeconfig string, chunk int) (wall, cpu time.Duration, maxrss int64, pods int, err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	peak, err := os.CreateTemp("", "auditload-peak-")
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	defer os.Remove(peak.Name())
+	peak.Close()
+	cmd := exec.CommandContext(ctx, self, measuredArg, peak.Name(),
+		graft, "audit", "-A", "-o", "json", "--kubeconfig", kubeconfig, "--chunk-size", fmt.Sprint(chunk))
 	cmd.Stderr = os.Stderr
 	start := time.Now()
 	out, err := cmd.Output()
-	wall := time.Since(start)
+	wall = time.Since(start)
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("graft audit: %w", err)
+		return 0, 0, 0, 0, fmt.Errorf("graft audit: %w", err)
 	}
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		return 0, 0, 0, errors.New("no rusage for the child")
+	// The starter's rusage from wait4 includes the children it waited for.
+	cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	if maxrss, err = readPeak(peak.Name()); err != nil {
+		return 0, 0, 0, 0, err
 	}
 	var rep struct {
 		Summary struct {
@@ -247,7 +288,85 @@ func auditOnce(ctx context.Context, graft, kubeconfig string, chunk int) (time.D
 		} `json:"summary"`
 	}
 	if err := json.Unmarshal(out, &rep); err != nil {
-		return 0, 0, 0, fmt.Errorf("graft audit output: %w", err)
+		return 0, 0, 0, 0, fmt.Errorf("graft audit output: %w", err)
 	}
-	return wall, ru.Maxrss, rep.Summary.Pods, nil
+	return wall, cpu, maxrss, rep.Summary.Pods, nil
+}
+
+// measuredArg, as auditload's first argument, makes it runMeasured.
+const measuredArg = "-run-measured"
+
+// runMeasured runs args[1:] with the standard streams it was given and
+// writes the child's peak RSS (getrusage, KiB) to the file args[0],
+// with its own peak RSS (VmHWM, KiB) after a space. It exists because a child's
+// ru_maxrss counts the memory of whoever started it: Go starts children
+// with clone(CLONE_VM|CLONE_VFORK), so the child runs in its parent's
+// address space until exec, and the kernel keeps that space's peak as
+// the child's own (exec_mmap). Started by auditload, whose memory grows
+// with the Pods it creates and the reports it reads, graft audit would
+// be charged with auditload's peak; started by this small process, it
+// is charged with at most this one's, which the file carries so that
+// readPeak can tell when that bound, not graft, is what was measured.
+func runMeasured(args []string) int {
+	if len(args) < 2 {
+		fmt.Fprintln(os.Stderr, "auditload: "+measuredArg+" FILE COMMAND [ARG...]")
+		return 2
+	}
+	cmd := exec.Command(args[1], args[2:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		fmt.Fprintln(os.Stderr, "auditload:", err)
+		return 1
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		fmt.Fprintln(os.Stderr, "auditload: no rusage for the child")
+		return 1
+	}
+	// Not getrusage(RUSAGE_SELF): that counts auditload's peak in
+	// turn. VmHWM is this address space's own, what the child inherits.
+	self, err := vmHWM()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "auditload:", err)
+		return 1
+	}
+	if err := os.WriteFile(args[0], fmt.Appendf(nil, "%d %d\n", ru.Maxrss, self), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "auditload:", err)
+		return 1
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+// vmHWM is this process's peak resident set in KiB (/proc/self/status).
+func vmHWM() (int64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc/self/status")
+}
+
+// readPeak reads what runMeasured wrote: the child's peak RSS in KiB,
+// refused if it is no more than the starter's own (then the figure is
+// the starter's, and graft's is unknown).
+func readPeak(file string) (int64, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, fmt.Errorf("graft audit's peak RSS: %w", err)
+	}
+	var child, starter int64
+	if _, err := fmt.Sscan(string(b), &child, &starter); err != nil {
+		return 0, fmt.Errorf("graft audit's peak RSS: %q: %w", b, err)
+	}
+	if child <= starter {
+		return 0, fmt.Errorf("graft audit's peak RSS (%d KiB) is no more than its starter's (%d KiB): not measured", child, starter)
+	}
+	return child, nil
 }

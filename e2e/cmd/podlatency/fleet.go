@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -89,7 +93,15 @@ type fleetResult struct {
 	FailedByCode map[string]int `json:"failed_by_code,omitempty"`
 	FailOpen     int            `json:"webhook_fail_open,omitempty"`
 	PolicyDenied int            `json:"policy_denied,omitempty"`
-	Uninjected   int            `json:"uninjected"`
+	// FailedEvents are the ReplicaSet controller's failed syncs by error
+	// (the API server's refusals as the controller got them; one per
+	// sync, which stops at its first refused create), from its log.
+	FailedEvents map[string]int `json:"controller_errors,omitempty"`
+	// GraftFailures are graft's replicas' answers by their failure mode
+	// (graft_admission_failures_total by reason): past the budget, shed,
+	// and so on, each admitted unchanged and then refused by the policy.
+	GraftFailures map[string]int `json:"graft_failure_answers,omitempty"`
+	Uninjected    int            `json:"uninjected"`
 	// CallsPerCreate and WebhookMS are the API server's figures for the
 	// variant's webhook.
 	CallsPerCreate float64 `json:"calls_per_create,omitempty"`
@@ -98,6 +110,10 @@ type fleetResult struct {
 	// replicas' together.
 	APIServerCPUMS float64 `json:"apiserver_cpu_ms_per_create"`
 	GraftCPUMS     float64 `json:"graft_cpu_ms_per_create,omitempty"`
+	// Load is the machine's 1-minute load average at the first scale and
+	// at the last create (/proc/loadavg): the machine is shared, and
+	// rates follow its load.
+	Load [2]float64 `json:"load_average"`
 }
 
 // runFleet runs every fleet variant -fleet-rounds times, the order
@@ -190,6 +206,7 @@ func fleetOnce(ctx context.Context, o options, name string, pod *corev1.Pod, std
 		return res, err
 	}
 	total := o.deployments * o.replicas
+	loadStart := loadAverage()
 	start := time.Now()
 	if err := scaleAll(ctx, client, v.ns, deployments, o.replicas); err != nil {
 		return res, err
@@ -213,8 +230,54 @@ func fleetOnce(ctx context.Context, o options, name string, pod *corev1.Pod, std
 		return res, err
 	}
 	res = fleetFigures(v, w.Seen(), start, before, after)
+	res.Load = [2]float64{loadStart, loadAverage()}
+	if res.FailedCreates > 0 {
+		if res.FailedEvents, err = controllerErrors(filepath.Join(b.dir, "kube-controller-manager.log")); err != nil {
+			return res, err
+		}
+		for msg, n := range res.FailedEvents {
+			fmt.Fprintf(stderr, "fleet: %s: %d× %s\n", name, n, msg)
+		}
+	}
 	return res, nil
 }
+
+// controllerErrors counts the ReplicaSet controller's failed syncs in its
+// log by error (the API server's refusal as the controller got it; one
+// per sync, whose batch of creates stops at its first refusal), the
+// object names and the webhook's port cut out. The log, not Events: on a
+// loaded API server the controller's Events are what gets dropped first.
+func controllerErrors(log string) (map[string]int, error) {
+	f, err := os.Open(log)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		m := syncFailed.FindStringSubmatch(sc.Text())
+		if m == nil || staleCache.MatchString(m[1]) {
+			continue
+		}
+		msg := strings.ReplaceAll(m[1], `\"`, `"`)
+		msg = generatedName.ReplaceAllString(msg, "fleet-…")
+		out[loopbackPort.ReplaceAllString(msg, "127.0.0.1:…")]++
+	}
+	return out, sc.Err()
+}
+
+var (
+	// syncFailed is the ReplicaSet controller's log line of a failed sync.
+	syncFailed = regexp.MustCompile(`replica_set\.go:\d+\] .*sync \\"[^"]*\\" failed with (.*)" logger=`)
+	// generatedName is a fleet ReplicaSet's or Pod's name.
+	generatedName = regexp.MustCompile(`fleet-[0-9]{3}-[0-9a-z]+(-[0-9a-z]*)?`)
+	loopbackPort  = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
+	// staleCache is the controller waiting for its informer to catch up
+	// with its own writes, no refusal.
+	staleCache = regexp.MustCompile(`^read version: \d+ is not as new as written version`)
+)
 
 // quietClient is a client of c that drops the API server's warnings (the
 // corpus Pod repeats port names on purpose).
@@ -375,6 +438,7 @@ type fleetSnap struct {
 	policyDenied float64            // by graft's guarantee policy
 	apiserverCPU time.Duration
 	graftCPU     time.Duration
+	graftFailed  map[string]float64 // graft's failure-mode answers by reason
 }
 
 // fleetSnapshot reads the API server's counters and the CPU time of the
@@ -408,12 +472,20 @@ func (b *bench) fleetSnapshot(ctx context.Context, graft []*cluster.Replica) (fl
 	if s.apiserverCPU, err = proc.CPUTime(b.c.APIServerPID()); err != nil {
 		return s, err
 	}
+	s.graftFailed = map[string]float64{}
 	for _, r := range graft {
 		cpu, err := proc.CPUTime(r.Pid())
 		if err != nil {
 			return s, err
 		}
 		s.graftCPU += cpu
+		mf, err := scrapeURL(ctx, http.DefaultClient, r.AdminURL+"/metrics", "")
+		if err != nil {
+			return s, err
+		}
+		for _, m := range mf["graft_admission_failures_total"].GetMetric() {
+			s.graftFailed[histo.Label(m, "reason")] += m.GetCounter().GetValue()
+		}
 	}
 	return s, nil
 }
@@ -456,6 +528,14 @@ func fleetFigures(v variant, pods []cluster.SeenPod, start time.Time, before, af
 		}
 	}
 	r.PolicyDenied = int(after.policyDenied - before.policyDenied)
+	for reason, n := range after.graftFailed {
+		if d := int(n - before.graftFailed[reason]); d > 0 {
+			if r.GraftFailures == nil {
+				r.GraftFailures = map[string]int{}
+			}
+			r.GraftFailures[reason] = d
+		}
+	}
 	if v.webhook != "" {
 		r.FailOpen = int(after.failOpen[v.webhook] - before.failOpen[v.webhook])
 	}
@@ -471,4 +551,17 @@ func fleetFigures(v variant, pods []cluster.SeenPod, start time.Time, before, af
 		r.GraftCPUMS = float64((after.graftCPU - before.graftCPU).Microseconds()) / 1e3 / n
 	}
 	return r
+}
+
+// loadAverage is the machine's 1-minute load average, or -1.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	var l float64
+	if _, err := fmt.Sscan(string(b), &l); err != nil {
+		return -1
+	}
+	return l
 }

@@ -30,7 +30,7 @@ func newFleetReport(o options, rounds [][]fleetResult, canary canaryResult) *fle
 			"patches, 8 at a time. `graft` is two replicas of the real binary, each in its own network namespace, behind a "+
 			"selector-less Service, with deploy/base's webhook registration (service: reference) and guarantee policy; `minimal` "+
 			"and `replay` are podlatency's standard-library webhook answering a fixed patch (one init container; graft's own "+
-			"patch for this Pod) on loopback, reinvocationPolicy Never",
+			"patch for this Pod) on loopback, in a process of its own, reinvocationPolicy Never",
 			o.nodes, o.deployments, o.replicas, o.deployments*o.replicas),
 		Rounds: rounds,
 		Canary: canary,
@@ -114,11 +114,12 @@ func (r *fleetReport) markdown() string {
 	md.WriteString("Set-up: " + r.Setup + ". Created: from the first scale until the last Pod was seen (an informer); Ready: how many " +
 		"kwok had made Ready by then (and, with -fleet-ready, when the last was). Failed creates: kube-apiserver's count of Pod creates it refused (apiserver_request_total), which the " +
 		"controllers retry. Calls and time per call: kube-apiserver's apiserver_admission_webhook_admission_duration_seconds. " +
-		"CPU: /proc of kube-apiserver and of graft's two replicas together, per Pod created.\n\n")
+		"CPU: /proc of kube-apiserver and of graft's two replicas together, per Pod created. Load average: the machine's, 1 minute, at the first scale and at the last create.\n\n")
 	for i, round := range r.Rounds {
 		fmt.Fprintf(&md, "### Round %d of %d\n\n", i+1, len(r.Rounds))
-		md.WriteString("| variant | Pods | created in | created/s | Ready by then | all Ready in | failed creates | uninjected | calls/create | API server per call | API server CPU/create | graft CPU/create |\n")
-		md.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		md.WriteString("| variant | Pods | created in | created/s | Ready by then | all Ready in | failed creates | uninjected | calls/create | API server per call | API server CPU/create | graft CPU/create | load average |\n")
+		md.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		var events []string
 		for _, x := range round {
 			calls, call, graftCPU := "—", "—", "—"
 			if x.CallsPerCreate > 0 {
@@ -134,11 +135,18 @@ func (r *fleetReport) markdown() string {
 			failed := fmt.Sprint(x.FailedCreates)
 			if x.FailedCreates > 0 {
 				failed += fmt.Sprintf(" (by code %v; fail-open %d, policy denials %d)", x.FailedByCode, x.FailOpen, x.PolicyDenied)
+				events = append(events, fmt.Sprintf("- %s: %v", x.Variant, x.FailedEvents))
+				if len(x.GraftFailures) > 0 {
+					events = append(events, fmt.Sprintf("- %s: graft's failure-mode answers by reason %v", x.Variant, x.GraftFailures))
+				}
 			}
-			fmt.Fprintf(&md, "| %s | %d | %.1f s | %.0f | %d | %s | %s | %d | %s | %s | %.2f ms | %s |\n",
-				x.Variant, x.Pods, x.CreatedS, x.CreatedPerSec, x.Ready, allReady, failed, x.Uninjected, calls, call, x.APIServerCPUMS, graftCPU)
+			fmt.Fprintf(&md, "| %s | %d | %.1f s | %.0f | %d | %s | %s | %d | %s | %s | %.2f ms | %s | %.1f → %.1f |\n",
+				x.Variant, x.Pods, x.CreatedS, x.CreatedPerSec, x.Ready, allReady, failed, x.Uninjected, calls, call, x.APIServerCPUMS, graftCPU, x.Load[0], x.Load[1])
 		}
 		md.WriteString("\n")
+		if len(events) > 0 {
+			md.WriteString("The ReplicaSet controller's failed syncs (its log; a sync stops at its first refused create), by error and count:\n\n" + strings.Join(events, "\n") + "\n\n")
+		}
 	}
 	for _, other := range []string{"none", "minimal", "replay"} {
 		if xs := r.ratios(other, "graft"); len(xs) > 0 {

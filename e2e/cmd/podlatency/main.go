@@ -39,6 +39,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == serveFixedArg {
+		if err := serveFixedWebhook(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "podlatency: minimal webhook:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {

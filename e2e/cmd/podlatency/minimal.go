@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
@@ -10,6 +11,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/graftdev/graft/bench/corpus"
@@ -83,36 +88,33 @@ func setupReplay(ctx context.Context, b *bench) (variant, error) {
 }
 
 // serveFixed serves a minimal webhook answering with patch on loopback
-// and registers it for v's namespace.
+// and registers it for v's namespace. The server is a process of its own
+// (this binary, run with serveFixedArg), as graft is: in this process it
+// would share the CPU with the clients and the informer that measure it,
+// and on a loaded machine its calls time out where graft's do not (220
+// of 10,000 fleet creates, every one "context deadline exceeded" at the
+// webhook's 3 s, in a run where graft's two processes had none).
 func serveFixed(ctx context.Context, b *bench, v variant, patch []byte) error {
 	certs, err := certgen.Generate(certgen.Options{DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
 	if err != nil {
 		return err
 	}
-	pair, err := tls.X509KeyPair(certs.TLSCert, certs.TLSKey)
+	dir, err := os.MkdirTemp(b.dir, v.name+"-webhook-")
 	if err != nil {
-		return fmt.Errorf("minimal webhook: %w", err)
+		return err
 	}
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12})
-	if err != nil {
-		return fmt.Errorf("minimal webhook: %w", err)
-	}
-	srv := &http.Server{Handler: &minimalWebhook{patch: base64.StdEncoding.EncodeToString(patch)}, ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ln) // ErrServerClosed once closed
-	}()
-	b.onClose(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			_ = srv.Close()
+	for name, data := range map[string][]byte{"tls.crt": certs.TLSCert, "tls.key": certs.TLSKey, "patch.json": patch} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return err
 		}
-		<-served
-	})
+	}
+	addr, stop, err := startFixed(ctx, dir)
+	if err != nil {
+		return fmt.Errorf("minimal webhook: %w", err)
+	}
+	b.onClose(stop)
 
-	url := "https://" + ln.Addr().String() + "/mutate"
+	url := "https://" + addr + "/mutate"
 	none := admissionregv1.SideEffectClassNone
 	fail := admissionregv1.Fail
 	never := admissionregv1.NeverReinvocationPolicy
@@ -147,3 +149,97 @@ func podCreateRules() []admissionregv1.RuleWithOperations {
 }
 
 var errUnmutated = errors.New("dry-run Pod came back unmutated")
+
+// serveFixedArg, as podlatency's first argument, makes it the minimal
+// webhook's process: serveFixedWebhook.
+const serveFixedArg = "-serve-fixed-webhook"
+
+// startFixed starts this binary as the minimal webhook's process for the
+// files in dir and returns the address it listens on, and a func that
+// stops it.
+func startFixed(ctx context.Context, dir string) (string, func(), error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command(self, serveFixedArg, dir)
+	cmd.Stderr = os.Stderr
+	// Its stdin is its lifeline: it stops when this end closes, so it
+	// never outlives this process.
+	lifeline, err := cmd.StdinPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() {
+		lifeline.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	addr := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		addr <- strings.TrimSpace(line)
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	select {
+	case a := <-addr:
+		if a == "" {
+			stop()
+			return "", nil, errors.New("the webhook process exited before it listened")
+		}
+		return a, stop, nil
+	case <-ctx.Done():
+		stop()
+		return "", nil, ctx.Err()
+	case <-time.After(30 * time.Second):
+		stop()
+		return "", nil, errors.New("the webhook process did not listen within 30 s")
+	}
+}
+
+// serveFixedWebhook is the minimal webhook's process: it serves the
+// patch in dir/patch.json with dir/tls.{crt,key} on a loopback port it
+// prints, until its stdin closes.
+func serveFixedWebhook(dir string) error {
+	pair, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+	if err != nil {
+		return err
+	}
+	patch, err := os.ReadFile(filepath.Join(dir, "patch.json"))
+	if err != nil {
+		return err
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: &minimalWebhook{patch: base64.StdEncoding.EncodeToString(patch)}, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	if _, err := fmt.Println(ln.Addr().String()); err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		_ = srv.Close()
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -271,7 +271,7 @@ func (r *report) markdown() string {
 	var md strings.Builder
 	fmt.Fprintf(&md, "## Pod create latency through kube-apiserver (%s)\n\n", r.When)
 	md.WriteString("Set-up: " + r.Setup + ". `graft` is the shipped webhook and ValidatingAdmissionPolicy; " +
-		"`graft-bare` the same webhook without the policy; `minimal` a standard-library webhook answering every review with a fixed patch adding one init container " +
+		"`graft-bare` the same webhook without the policy; `minimal` a standard-library webhook (a process of its own) answering every review with a fixed patch adding one init container " +
 		"(reinvocationPolicy: Never); `replay` that same server answering with graft's own patch for this Pod (computed once by graft's engine): " +
 		"beside `minimal` it shows what the API server's handling of graft's larger patch (its annotations and label) costs, beside `graft` what graft's server costs; `policy` a MutatingAdmissionPolicy (JSONPatch) adding the same init containers " +
 		"and volumes as graft's default profile; `graft-export` the policies `graft export` writes for that profile " +

@@ -43,6 +43,10 @@ type Options struct {
 	// ControllerManagerArgs and SchedulerArgs are added to those
 	// components' flags (a fleet-sized load raises their client QPS, say).
 	ControllerManagerArgs, SchedulerArgs []string
+	// KeepLogs keeps a load-test command's directory (all but etcd's
+	// data) when it succeeds too, to read why the API server refused
+	// what it did (GRAFT_E2E_KEEP_LOGS=1).
+	KeepLogs bool
 }
 
 // DefaultNodes is how many simulated nodes run unless GRAFT_E2E_NODES
@@ -53,7 +57,7 @@ const DefaultNodes = 3
 // GRAFT_E2E_KUBE_APISERVER, GRAFT_E2E_KUBE_CONTROLLER_MANAGER,
 // GRAFT_E2E_KUBE_SCHEDULER, GRAFT_E2E_KWOK, GRAFT_E2E_KWOK_STAGES and
 // GRAFT_E2E_GRAFT, and the number of nodes from GRAFT_E2E_NODES, as
-// `make e2e` sets them.
+// `make e2e` sets them; GRAFT_E2E_KEEP_LOGS, if set, sets KeepLogs.
 func OptionsFromEnv() (Options, error) {
 	o := Options{
 		Etcd:                  os.Getenv("GRAFT_E2E_ETCD"),
@@ -64,6 +68,7 @@ func OptionsFromEnv() (Options, error) {
 		KwokStages:            os.Getenv("GRAFT_E2E_KWOK_STAGES"),
 		Graft:                 os.Getenv("GRAFT_E2E_GRAFT"),
 		Nodes:                 DefaultNodes,
+		KeepLogs:              os.Getenv("GRAFT_E2E_KEEP_LOGS") != "",
 	}
 	var errs []error
 	for _, b := range []struct{ env, path string }{

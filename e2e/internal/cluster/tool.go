@@ -13,8 +13,9 @@ import (
 // from the environment `make` sets, changed by edit if it is not nil
 // (returned as opts, opts.Dir the fresh directory under TempRoot it
 // made). The caller defers finish with its named error: it stops the
-// cluster and removes the directory, or, when the command failed, prints
-// the processes' last logs and keeps them (not etcd's data, tens of MB).
+// cluster and removes the directory, or, when the command failed (or
+// opts.KeepLogs), prints the processes' last logs and keeps them (not
+// etcd's data, tens of MB).
 func StartTool(ctx context.Context, name string, stderr io.Writer, edit func(*Options)) (c *Cluster, opts Options, finish func(errp *error), err error) {
 	return startTool(ctx, name, stderr, edit, Start)
 }
@@ -51,7 +52,7 @@ func startTool(ctx context.Context, name string, stderr io.Writer, edit func(*Op
 				*errp = serr
 			}
 		}
-		if *errp == nil {
+		if *errp == nil && !opts.KeepLogs {
 			os.RemoveAll(opts.Dir)
 			return
 		}

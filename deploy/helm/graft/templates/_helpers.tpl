@@ -42,7 +42,7 @@ ServiceMonitor, topology spread) match: the name and the release, so two
 releases in one namespace never select each other's Pods. deploy/base
 carries the same two labels, with instance "graft", so that a release
 named graft adopts a kustomize install without recreating the
-Deployment (docs/upgrading.md).
+Deployment (docs/tasks/upgrade.md).
 */}}
 {{- define "graft.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "graft.name" . }}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// results is what -out writes: every fleet size's runs.
+type results struct {
+	When  string       `json:"when"`
+	Setup string       `json:"setup"`
+	Sizes []sizeResult `json:"sizes"`
+}
+
+// sizeResult is the runs at one fleet size, with the machine's load
+// averages (1, 5 and 15 minutes) as they began and ended: the machine is
+// shared, and wall times follow its load.
+type sizeResult struct {
+	Pods         int         `json:"pods"`
+	Runs         []runResult `json:"runs"`
+	MedianWallS  float64     `json:"median_wall_s"`
+	MedianCPUS   float64     `json:"median_cpu_s"`
+	MedianRSSMiB float64     `json:"median_peak_rss_mib"`
+	MaxRSSMiB    float64     `json:"max_peak_rss_mib"`
+	LoadBefore   string      `json:"load_before"`
+	LoadAfter    string      `json:"load_after"`
+	Lines        []string    `json:"-"` // as printed
+}
+
+type runResult struct {
+	WallS      float64 `json:"wall_s"`
+	CPUS       float64 `json:"cpu_s"`
+	PeakRSSMiB float64 `json:"peak_rss_mib"`
+}
+
+// write writes dir/name.json and dir/name.md.
+func (r *results) write(dir, name string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	var md strings.Builder
+	fmt.Fprintf(&md, "## graft audit at fleet size (%s)\n\nSet-up: %s.\n\n", r.When, r.Setup)
+	for _, s := range r.Sizes {
+		fmt.Fprintf(&md, "### %d Pods (load average %s before, %s after)\n\n```\n%s\n```\n\n", s.Pods, s.LoadBefore, s.LoadAfter, strings.Join(s.Lines, "\n"))
+	}
+	return os.WriteFile(filepath.Join(dir, name+".md"), []byte(md.String()), 0o644)
+}
+
+// loadAverage is /proc/loadavg's three load averages, or "?".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
+}
