@@ -6,7 +6,11 @@ GO        ?= go
 BIN       := bin
 CACHE     := $(CURDIR)/.cache
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -s -w -X main.version=$(VERSION)
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILDTIME ?= $(shell git log -1 --format=%cI 2>/dev/null)
+# graft version reports these; a build without them (go install) reports
+# what the Go toolchain recorded.
+LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.revision=$(REVISION) -X main.buildTime=$(BUILDTIME)
 PKGS      := ./...
 
 export CGO_ENABLED ?= 0
@@ -105,14 +109,15 @@ $(PROMTOOL):
 		-o $@.tmp github.com/prometheus/prometheus/cmd/promtool
 	mv $@.tmp $@
 
-## docs: regenerate what is generated from the code: docs/reference/ and the Helm chart's values schema.
+## docs: regenerate what is generated from the code: docs/reference/ (cli.md from the commands' help) and the Helm chart's values schema.
 docs:
 	$(GO) generate ./internal/refdocs
+	$(GO) test ./cmd/graft -run TestCLIReference -update-docs
 
 ## lint-templates: the built-in templates pass lint and templates/README.md is current.
 lint-templates:
 	$(GO) run ./cmd/graft templates lint templates/
-	$(GO) run ./cmd/graft templates docs --check
+	$(GO) run ./cmd/graft templates docs --check -o templates/README.md
 
 ## fuzz: a short run of every fuzz target in the main module (FUZZTIME per target).
 # The targets are found, not listed, so a new one cannot be forgotten.

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	dto "github.com/prometheus/client_model/go"
@@ -233,6 +234,22 @@ func TestAudit(t *testing.T) {
 		t.Errorf("workloads table:\n%s", wl)
 	}
 
+	// Without -n, the kubeconfig context's namespace, as kubectl does;
+	// -A every namespace.
+	scoped, _ := runAudit(t, writeKubeconfigIn(t, nsStale))
+	lines = strings.Split(strings.TrimSpace(string(scoped)), "\n")
+	if len(lines) != 61 {
+		t.Errorf("audit in the context's namespace %s: %d lines, want 61", nsStale, len(lines))
+	}
+	for _, l := range lines[1:] {
+		if f := strings.Fields(l); len(f) < 1 || f[0] != nsStale {
+			t.Errorf("audit in the context's namespace %s: line %q", nsStale, l)
+		}
+	}
+	if all, _ := runAudit(t, writeKubeconfigIn(t, nsStale), "-A"); !bytes.Contains(all, []byte(nsCurrent+" ")) {
+		t.Errorf("audit -A with a context namespace: no Pod of %s", nsCurrent)
+	}
+
 	// Prometheus text, as a textfile collector reads it.
 	prom, _ := runAudit(t, kubeconfig, "-A", "-o", "prometheus")
 	// Legacy names: what a textfile collector of any age accepts.
@@ -351,6 +368,25 @@ func writeKubeconfig(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := env.cluster.WriteKubeconfig(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// writeKubeconfigIn writes a kubeconfig whose context names namespace.
+func writeKubeconfigIn(t *testing.T, namespace string) string {
+	t.Helper()
+	path := writeKubeconfig(t)
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, ok := cfg.Contexts[cfg.CurrentContext]
+	if !ok {
+		t.Fatalf("kubeconfig %s has no current context", path)
+	}
+	ctx.Namespace = namespace
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		t.Fatal(err)
 	}
 	return path

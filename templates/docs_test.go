@@ -34,7 +34,7 @@ func TestReadmeIsCurrent(t *testing.T) {
 		t.Fatalf("%v (generate it with `go test ./templates -update-docs`)", err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatal("templates/README.md is stale: regenerate it with `go test ./templates -update-docs` or `graft templates docs`")
+		t.Fatal("templates/README.md is stale: regenerate it with `go test ./templates -update-docs` or `graft templates docs -o templates/README.md`")
 	}
 }
 

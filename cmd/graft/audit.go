@@ -33,8 +33,9 @@ type auditFlags struct {
 func newAuditCmd() *cobra.Command {
 	var f auditFlags
 	cmd := &cobra.Command{
-		Use:   "audit [flags]",
-		Short: "Classify every running Pod by what graft would do with it now",
+		Use:     "audit [flags]",
+		Short:   "Classify every running Pod by what graft would do with it now",
+		Example: auditExample,
 		Long: `audit reads the cluster's Pods, Namespaces, ReplicaSets and Jobs (paged
 LISTs) and runs every Pod through the engine graft serve runs, with the
 configuration graft runs with in the cluster, as if the Pod were created
@@ -49,7 +50,9 @@ opted-out or not-selected, with a cause and a detail; --workloads
 aggregates them per Deployment, StatefulSet, DaemonSet, CronJob, Job or
 bare Pod.
 
-Without -n, every namespace is audited (-A says so explicitly).
+As kubectl does, audit reads one namespace: -n NAMESPACE, else the
+kubeconfig context's namespace (in a cluster, the Pod's own), else
+default; -A (--all-namespaces) audits every namespace.
 -o table (default), json (schema audit.graft.dev/v1alpha1) or prometheus
 (the text format, for node_exporter's textfile collector). Pods are
 written as they are classified, a LIST page at a time (the table aligned
@@ -67,8 +70,8 @@ Exit codes: 0 done; 1 an error; 3 a Pod is in a class --fail-on lists.`,
 	fl := cmd.Flags()
 	f.cluster.register(cmd)
 	f.cluster.registerGraft(cmd)
-	fl.StringVarP(&f.namespace, "namespace", "n", "", "audit this namespace only")
-	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "audit every namespace (the default)")
+	fl.StringVarP(&f.namespace, "namespace", "n", "", "namespace to audit (default: the kubeconfig context's)")
+	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "audit every namespace")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table, json or prometheus")
 	fl.BoolVar(&f.workloads, "workloads", false, "one line per workload instead of per Pod (table output)")
 	fl.StringVar(&f.failOn, "fail-on", "", "exit with code 3 when a Pod is in one of these classes: comma-separated, e.g. stale,missing,spoofed")
@@ -77,6 +80,15 @@ Exit codes: 0 done; 1 an error; 3 a Pod is in a class --fail-on lists.`,
 	fl.StringVar(&f.templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
 	f.registerServe(fl)
 	return cmd
+}
+
+// auditScope is the namespace audit reads, "" for every one: with -A all,
+// else the one Connect chose as kubectl would (-n, the context's, default).
+func auditScope(cluster *live.Cluster, all bool) string {
+	if all {
+		return ""
+	}
+	return cluster.Namespace()
 }
 
 func runAudit(cmd *cobra.Command, f *auditFlags) error {
@@ -103,7 +115,7 @@ func runAudit(cmd *cobra.Command, f *auditFlags) error {
 	if err != nil {
 		return err
 	}
-	cluster, err := live.Connect(f.cluster.config(""))
+	cluster, err := live.Connect(f.cluster.config(f.namespace))
 	if err != nil {
 		return err
 	}
@@ -113,6 +125,7 @@ func runAudit(cmd *cobra.Command, f *auditFlags) error {
 		}
 	}
 	fmt.Fprintln(cmd.ErrOrStderr(), "graft: configuration:", source)
+	scope := auditScope(cluster, f.allNamespaces)
 	// The Pods stream out as they are classified: a fleet's report is
 	// never held whole.
 	start := time.Now()
@@ -120,7 +133,7 @@ func runAudit(cmd *cobra.Command, f *auditFlags) error {
 	if err != nil {
 		return err
 	}
-	rep, err := cluster.Audit(commandContext(cmd), audit.New(engine), f.namespace, f.chunkSize, out, start)
+	rep, err := cluster.Audit(commandContext(cmd), audit.New(engine), scope, f.chunkSize, out, start)
 	if err != nil {
 		return err
 	}

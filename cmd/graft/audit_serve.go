@@ -54,10 +54,11 @@ func runAuditServe(cmd *cobra.Command, f *auditFlags) error {
 	if _, _, err := fileEngine(f.config, f.templatesDir); err != nil {
 		return err
 	}
-	cluster, err := live.Connect(f.cluster.config(""))
+	cluster, err := live.Connect(f.cluster.config(f.namespace))
 	if err != nil {
 		return err
 	}
+	scope := auditScope(cluster, f.allNamespaces)
 	ctx, stop := signal.NotifyContext(commandContext(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var source string // the last run's, said again when it changes
@@ -71,7 +72,7 @@ func runAuditServe(cmd *cobra.Command, f *auditFlags) error {
 				source = now
 				fmt.Fprintln(cmd.ErrOrStderr(), "graft: configuration:", source)
 			}
-			return cluster.Audit(ctx, audit.New(engine), f.namespace, f.chunkSize, out, start)
+			return cluster.Audit(ctx, audit.New(engine), scope, f.chunkSize, out, start)
 		}}
 	return e.Serve(ctx, f.serve)
 }

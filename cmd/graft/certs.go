@@ -33,8 +33,9 @@ type certsFlags struct {
 func newCertsCmd() *cobra.Command {
 	var f certsFlags
 	cmd := &cobra.Command{
-		Use:   "certs",
-		Short: "Write a CA and a serving certificate for graft's Service",
+		Use:     "certs",
+		Short:   "Write a CA and a serving certificate for graft's Service",
+		Example: certsExample,
 		Long: `certs issues a private CA and a serving certificate it signs (ECDSA P-256)
 for the Service's DNS names, and writes ca.crt, tls.crt and tls.key into --out.
 

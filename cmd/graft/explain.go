@@ -16,8 +16,9 @@ func newExplainCmd() *cobra.Command {
 	var f offlineFlags
 	var cf clusterFlags
 	cmd := &cobra.Command{
-		Use:   "explain [-f] FILE|DIR|- ... | KIND/NAME [flags]",
-		Short: "Show what the webhook would decide for a Pod, and why",
+		Use:     "explain [-f] FILE|DIR|- ... | KIND/NAME [flags]",
+		Short:   "Show what the webhook would decide for a Pod, and why",
+		Example: explainExample,
 		Long: `explain runs each Pod (or workload's Pod template) of the input through the
 engine, as graft serve would be called for it, and shows whether its
 namespace selects graft and with which profile, the decision and its
@@ -28,9 +29,10 @@ JSON object per Pod, for machines.
 
 With KIND/NAME (pod, deploy, sts, ds, rs, job, cronjob, as kubectl
 spells them) instead of files, explain reads the object and its
-Namespace from the cluster (--kubeconfig, -n) and explains the Pod, or
-the Pod the workload would create now, with the namespace's labels, and
-a patch with the object's paths (spec.template.spec... for a workload).
+Namespace from the cluster (--kubeconfig; -n, else the kubeconfig
+context's namespace, as kubectl chooses) and explains the Pod, or the
+Pod the workload would create now, with the namespace's labels, and a
+patch with the object's paths (spec.template.spec... for a workload).
 For a Pod it adds what graft audit says of it; for a workload, graft
 audit's class of each of its Pods, naming those that differ from what
 graft would inject now (stale, missing, conflict, spoofed). It judges

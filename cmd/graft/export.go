@@ -10,8 +10,9 @@ import (
 func newExportCmd() *cobra.Command {
 	var profile, configFile, templatesDir string
 	cmd := &cobra.Command{
-		Use:   "export [--profile P] [--config F] [--templates-dir D]",
-		Short: "Compile a profile into admission policies that inject without the webhook",
+		Use:     "export [--profile P] [--config F] [--templates-dir D]",
+		Short:   "Compile a profile into admission policies that inject without the webhook",
+		Example: exportExample,
 		Long: `export compiles a profile's templates into a MutatingAdmissionPolicy and its
 binding (admissionregistration.k8s.io/v1, Kubernetes 1.36 or later), and a
 ValidatingAdmissionPolicy and binding that refuse invalid graft.dev/<template>.<param>

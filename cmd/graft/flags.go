@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -35,13 +36,13 @@ type offlineFlags struct {
 func (f *offlineFlags) register(cmd *cobra.Command, formats ...string) {
 	f.formats = formats
 	fl := cmd.Flags()
-	fl.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory of manifests, or - for stdin (repeatable; also as arguments)")
+	fl.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory of manifests, http(s) URL, or - for stdin (repeatable; also as arguments)")
 	fl.BoolVarP(&f.recursive, "recursive", "R", false, "read the directories' subdirectories too")
 	fl.StringVar(&f.profile, "profile", "", "profile for namespaces whose labels are unknown, as if labelled graft.dev/inject=PROFILE (default: the configuration's default profile)")
 	fl.StringVar(&f.revision, "revision", "", "revision or tag for namespaces whose labels are unknown, as if labelled graft.dev/rev=REVISION (default: defaultRevision)")
 	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve")
 	fl.StringVar(&f.templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
-	fl.StringVarP(&f.namespace, "namespace", "n", "", `namespace for objects that name none (default "default")`)
+	fl.StringVarP(&f.namespace, "namespace", "n", "", `namespace for objects that name none (default "default"; for a live KIND/NAME, the kubeconfig context's)`)
 	fl.StringVar(&f.namespaceLabels, "namespace-labels", "", "labels of the namespaces that have no Namespace object in the input: key=value,...")
 	fl.StringVarP(&f.output, "output", "o", formats[0], "output format: "+strings.Join(formats, " or "))
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "say nothing on stderr but warnings and errors")
@@ -62,6 +63,7 @@ func (f *offlineFlags) open(cmd *cobra.Command, args []string) (*offline.Run, er
 		TemplatesDir: f.templatesDir,
 		Namespace:    f.namespace,
 		Quiet:        f.quiet,
+		HTTP:         &http.Client{Timeout: manifest.URLTimeout},
 	}
 	if cmd.Flags().Changed("namespace-labels") {
 		var err error
@@ -201,7 +203,7 @@ func fileEngine(configFile, templatesDir string) (*inject.Revisions, string, err
 // config is how to reach the cluster, working in namespace ("": the
 // kubeconfig context's).
 func (f *clusterFlags) config(namespace string) live.Config {
-	return live.Config{Kubeconfig: f.kubeconfig, Context: f.context, Timeout: f.timeout, UserAgent: "graft/" + version, Namespace: namespace}
+	return live.Config{Kubeconfig: f.kubeconfig, Context: f.context, Timeout: f.timeout, UserAgent: "graft/" + buildInfo().Version, Namespace: namespace}
 }
 
 // commandContext is the command's context, or the background one when

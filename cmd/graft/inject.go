@@ -13,8 +13,9 @@ func newInjectCmd() *cobra.Command {
 		inPlace    bool
 	)
 	cmd := &cobra.Command{
-		Use:   "inject [-f] FILE|DIR|- ... [flags]",
-		Short: "Inject sidecars into the Pods and Pod templates of manifests, as the webhook would",
+		Use:     "inject [-f] FILE|DIR|- ... [flags]",
+		Short:   "Inject sidecars into the Pods and Pod templates of manifests, as the webhook would",
+		Example: injectExample,
 		Long: `inject reads Kubernetes manifests (multi-document YAML or JSON) and injects
 into every Pod and into the Pod templates of Deployments, StatefulSets,
 DaemonSets, ReplicaSets, ReplicationControllers, Jobs, CronJobs, OpenShift

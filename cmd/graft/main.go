@@ -15,8 +15,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// Release builds stamp these with -ldflags "-X main.version=..." (and
+// main.revision, main.buildTime); unset, the toolchain's record of the
+// build is used instead (see internal/buildinfo).
+var version, revision, buildTime string
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
@@ -54,9 +56,12 @@ func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "graft",
 		Short:         "graft injects sidecars into Pods from templates",
+		Example:       rootExample,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildInfo().Version,
 	}
+	root.SetVersionTemplate(buildInfo().String())
 	root.AddCommand(
 		newServeCmd(),
 		newInjectCmd(),

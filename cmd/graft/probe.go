@@ -24,8 +24,9 @@ type probeFlags struct {
 func newProbeCmd() *cobra.Command {
 	var f probeFlags
 	cmd := &cobra.Command{
-		Use:   "probe URL",
-		Short: "Send graft one AdmissionReview, as the API server would, and check the answer",
+		Use:     "probe URL",
+		Short:   "Send graft one AdmissionReview, as the API server would, and check the answer",
+		Example: probeExample,
 		Long: `probe sends one AdmissionReview (admission.k8s.io/v1, a dry-run CREATE of
 a small Pod) to URL, over HTTP/1.1 as the API server does, and checks the
 answer: status 200, the same apiVersion and kind, the request's uid,

@@ -17,8 +17,9 @@ func newRenderCmd() *cobra.Command {
 		output       string
 	)
 	cmd := &cobra.Command{
-		Use:   "render TEMPLATE [--set param=value ...]",
-		Short: "Print the Pod fragment a template renders to",
+		Use:     "render TEMPLATE [--set param=value ...]",
+		Short:   "Print the Pod fragment a template renders to",
+		Example: renderExample,
 		Long: `render renders one template with its parameters' defaults, overridden by
 --set, validates every value and the result as the engine does, and prints
 the fragment graft would add to a Pod.`,

@@ -45,8 +45,9 @@ type rolloutFlags struct {
 func newRolloutCmd() *cobra.Command {
 	var f rolloutFlags
 	cmd := &cobra.Command{
-		Use:   "rollout [flags]",
-		Short: "Restart the workloads whose Pods run a stale sidecar or lack one",
+		Use:     "rollout [flags]",
+		Short:   "Restart the workloads whose Pods run a stale sidecar or lack one",
+		Example: rolloutExample,
 		Long: `rollout audits the cluster as graft audit does and plans, per owner
 (grouped by namespace and kind), what brings its Pods to what graft would
 inject now: for Deployments, StatefulSets and DaemonSets whose Pods are

@@ -23,8 +23,9 @@ func newServeCmd() *cobra.Command {
 		drainDelay time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "serve",
-		Short: "Serve the admission webhook over TLS",
+		Use:     "serve",
+		Short:   "Serve the admission webhook over TLS",
+		Example: serveExample,
 		Long: `Serve the mutating admission webhook on --addr (TLS) and /metrics, /healthz
 and /readyz on --admin-addr (plain HTTP). Without --tls-cert/--tls-key a
 self-signed certificate is generated and its CA bundle logged. Settings come

@@ -14,9 +14,10 @@ import (
 
 func newTemplatesCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "templates",
-		Short: "Check and document sidecar templates",
-		Args:  cobra.NoArgs,
+		Use:     "templates",
+		Short:   "Check and document sidecar templates",
+		Example: templatesExample,
+		Args:    cobra.NoArgs,
 		// Runnable only so that a missing or unknown subcommand is an error.
 		RunE: func(*cobra.Command, []string) error {
 			return errors.New("templates: missing subcommand: lint or docs")
@@ -28,8 +29,9 @@ func newTemplatesCmd() *cobra.Command {
 
 func newTemplatesLintCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "lint DIR",
-		Short: "Render every template under DIR at its parameter bounds and check the result against Kubernetes rules",
+		Use:     "lint DIR",
+		Short:   "Render every template under DIR at its parameter bounds and check the result against Kubernetes rules",
+		Example: templatesLintExample,
 		Long: "lint parses every *.yaml template in DIR and its subdirectories (each directory\n" +
 			"one template set; testdata skipped), renders each with its defaults and with\n" +
 			"every parameter at its bounds, and checks what it renders against the rules the\n" +
@@ -66,12 +68,13 @@ func newTemplatesDocsCmd() *cobra.Command {
 	var out, dir string
 	var check bool
 	cmd := &cobra.Command{
-		Use:   "docs",
-		Short: "Write the Markdown reference of the templates and their parameters",
+		Use:     "docs",
+		Short:   "Write the Markdown reference of the templates and their parameters",
+		Example: templatesDocsExample,
 		Long: "docs writes, for each template, what it injects and a table of its parameters\n" +
 			"with the annotation that sets each one. It documents the built-in templates, or\n" +
-			"those in --dir. --out - writes to standard output; --check only reports whether\n" +
-			"--out is current.",
+			"those in --dir, to standard output, or with -o to a file (replaced atomically);\n" +
+			"with --check it writes nothing and reports whether the -o file is current.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			set, err := templates.Builtin()
@@ -86,7 +89,9 @@ func newTemplatesDocsCmd() *cobra.Command {
 				return fmt.Errorf("templates docs: %w", err)
 			}
 			switch {
-			case out == "-":
+			case check && (out == "" || out == "-"):
+				return errors.New("templates docs: --check compares a file: name it with -o FILE")
+			case out == "" || out == "-":
 				_, err := cmd.OutOrStdout().Write(doc)
 				return err
 			case check:
@@ -95,16 +100,18 @@ func newTemplatesDocsCmd() *cobra.Command {
 					return fmt.Errorf("templates docs: %w", err)
 				}
 				if !bytes.Equal(have, doc) {
-					return fmt.Errorf("templates docs: %s is stale: run `graft templates docs --out %s`", out, out)
+					return fmt.Errorf("templates docs: %s is stale: run `graft templates docs -o %s`", out, out)
 				}
 				return nil
 			}
 			return writeDocFile(out, doc)
 		},
 	}
-	cmd.Flags().StringVar(&out, "out", filepath.Join("templates", "README.md"), "file to write, or - for standard output")
+	// Standard output by default: a path relative to wherever graft runs
+	// would write a templates/ directory into any working directory.
+	cmd.Flags().StringVarP(&out, "out", "o", "", "file to write (default: standard output)")
 	cmd.Flags().StringVar(&dir, "dir", "", "document the templates in this directory instead of the built-in ones")
-	cmd.Flags().BoolVar(&check, "check", false, "exit non-zero if --out differs from what would be written, and write nothing")
+	cmd.Flags().BoolVar(&check, "check", false, "exit non-zero if the -o file differs from what would be written, and write nothing")
 	return cmd
 }
 

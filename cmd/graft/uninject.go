@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"net/http"
 
 	"github.com/spf13/cobra"
 
@@ -19,8 +20,9 @@ func newUninjectCmd() *cobra.Command {
 		inPlace    bool
 	)
 	cmd := &cobra.Command{
-		Use:   "uninject [-f] FILE|DIR|- ... [flags]",
-		Short: "Remove from manifests exactly what graft.dev/status says graft added",
+		Use:     "uninject [-f] FILE|DIR|- ... [flags]",
+		Short:   "Remove from manifests exactly what graft.dev/status says graft added",
+		Example: uninjectExample,
 		Long: `uninject reads Kubernetes manifests (multi-document YAML or JSON) and removes
 from every Pod and Pod template exactly what its graft.dev/status record
 says graft added: containers, init containers, volumes, pull secrets,
@@ -37,7 +39,7 @@ error. uninject of inject's output gives back inject's input.`,
 			if err := checkInPlaceFlags(cmd, inPlace, outputFile); err != nil {
 				return err
 			}
-			in, err := manifest.ReadInputs(append(files, args...), recursive, cmd.InOrStdin())
+			in, err := manifest.ReadInputs(append(files, args...), recursive, manifest.Sources{Stdin: cmd.InOrStdin(), HTTP: &http.Client{Timeout: manifest.URLTimeout}})
 			if err != nil {
 				return err
 			}
@@ -57,7 +59,7 @@ error. uninject of inject's output gives back inject's input.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringArrayVarP(&files, "filename", "f", nil, "manifest file, directory of manifests, or - for stdin (repeatable; also as arguments)")
+	fl.StringArrayVarP(&files, "filename", "f", nil, "manifest file, directory of manifests, http(s) URL, or - for stdin (repeatable; also as arguments)")
 	fl.BoolVarP(&recursive, "recursive", "R", false, "read the directories' subdirectories too")
 	fl.StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "say nothing on stderr but warnings and errors")

@@ -41,8 +41,9 @@ type watchdogFlags struct {
 func newWatchdogCmd() *cobra.Command {
 	var f watchdogFlags
 	cmd := &cobra.Command{
-		Use:   "watchdog [flags]",
-		Short: "Restart the owners of Pods admitted without graft, in opted-in namespaces",
+		Use:     "watchdog [flags]",
+		Short:   "Restart the owners of Pods admitted without graft, in opted-in namespaces",
+		Example: watchdogExample,
 		Long: `watchdog is a controller for Pods that slipped through: in namespaces
 labelled graft.dev/watchdog=enabled it watches Pods (informers), classifies
 each as graft audit does, with the configuration graft serve runs, and for

@@ -13,8 +13,9 @@ func newWebhooksCmd() *cobra.Command {
 	var configFile string
 	var o registration.Options
 	cmd := &cobra.Command{
-		Use:   "webhooks --config FILE",
-		Short: "Write the MutatingWebhookConfiguration a configuration needs",
+		Use:     "webhooks --config FILE",
+		Short:   "Write the MutatingWebhookConfiguration a configuration needs",
+		Example: webhooksExample,
 		Long: `webhooks writes to stdout the MutatingWebhookConfiguration that registers
 graft for the profiles, revisions and tags of a configuration file: for each
 profile, one webhook for namespaces without a graft.dev/rev label (the

@@ -15,7 +15,7 @@ func CheckInPlace(files []*File) error {
 	seen := map[string]bool{}
 	for _, f := range files {
 		if f.path == "" {
-			return errors.New("--in-place cannot rewrite stdin")
+			return fmt.Errorf("--in-place cannot rewrite %s", f.name)
 		}
 		real, err := filepath.EvalSymlinks(f.path)
 		if err != nil {

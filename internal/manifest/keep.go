@@ -3,7 +3,6 @@ package manifest
 import (
 	"bytes"
 	"encoding/json"
-	"reflect"
 
 	yaml "go.yaml.in/yaml/v3"
 )
@@ -35,9 +34,9 @@ func keepOriginal(orig, updated *yaml.Node) *yaml.Node {
 	case o.Kind == yaml.SequenceNode && updated.Kind == yaml.SequenceNode:
 		out := &yaml.Node{Kind: yaml.SequenceNode, Tag: updated.Tag}
 		keepComments(out, orig)
-		used := make([]bool, len(o.Content))
+		m := elementMatcher{elems: o.Content, used: make([]bool, len(o.Content))}
 		for i, v := range updated.Content {
-			out.Content = append(out.Content, keepElement(o.Content, used, i, v))
+			out.Content = append(out.Content, m.match(i, v))
 		}
 		return out
 	case o.Kind == yaml.ScalarNode && updated.Kind == yaml.ScalarNode:
@@ -46,29 +45,71 @@ func keepOriginal(orig, updated *yaml.Node) *yaml.Node {
 	return updated
 }
 
-// keepElement finds v, the element at index i, among the original elems:
-// an equal unused element, or else the unused element with the same name
-// (a container graft edited), or else for an unnamed one, the unused
-// element at the same index (an item of a List).
-func keepElement(elems []*yaml.Node, used []bool, i int, v *yaml.Node) *yaml.Node {
-	for j, e := range elems {
-		if !used[j] && sameValue(e, v) {
-			used[j] = true
-			return e
+// elementMatcher finds the updated elements of a sequence among the
+// original ones. Each lookup costs the element's size, not the list's: a
+// List of n items, each compared with every other, was n² (issue 22).
+type elementMatcher struct {
+	elems []*yaml.Node
+	used  []bool
+	// byValue and byName index the original elements by their value (as
+	// canonical JSON) and by their name field; built on first need.
+	byValue map[string][]int
+	byName  map[string][]int
+}
+
+// match finds v, the element at index i, among the original elements:
+// the one at i if equal, else an equal unused one, else the unused one
+// with the same name (a container graft edited), else for an unnamed
+// one, the unused one at the same index (an item of a List). Failing
+// all, v is new.
+func (m *elementMatcher) match(i int, v *yaml.Node) *yaml.Node {
+	if i < len(m.elems) && !m.used[i] && sameValue(m.elems[i], v) {
+		m.used[i] = true
+		return m.elems[i]
+	}
+	if key, ok := canonicalJSON(v); ok {
+		if m.byValue == nil {
+			m.byValue = map[string][]int{}
+			for j, e := range m.elems {
+				if k, ok := canonicalJSON(e); ok {
+					m.byValue[k] = append(m.byValue[k], j)
+				}
+			}
+		}
+		if j, ok := m.take(m.byValue[key]); ok {
+			return m.elems[j]
 		}
 	}
 	name := MapString(v, "name")
-	for j, e := range elems {
-		if !used[j] && name != "" && MapString(e, "name") == name {
-			used[j] = true
-			return keepOriginal(e, v)
+	if name != "" {
+		if m.byName == nil {
+			m.byName = map[string][]int{}
+			for j, e := range m.elems {
+				if n := MapString(e, "name"); n != "" {
+					m.byName[n] = append(m.byName[n], j)
+				}
+			}
+		}
+		if j, ok := m.take(m.byName[name]); ok {
+			return keepOriginal(m.elems[j], v)
 		}
 	}
-	if name == "" && i < len(elems) && !used[i] && MapString(elems[i], "name") == "" {
-		used[i] = true
-		return keepOriginal(elems[i], v)
+	if name == "" && i < len(m.elems) && !m.used[i] && MapString(m.elems[i], "name") == "" {
+		m.used[i] = true
+		return keepOriginal(m.elems[i], v)
 	}
 	return v
+}
+
+// take marks and returns the first unused index of candidates.
+func (m *elementMatcher) take(candidates []int) (int, bool) {
+	for _, j := range candidates {
+		if !m.used[j] {
+			m.used[j] = true
+			return j, true
+		}
+	}
+	return 0, false
 }
 
 func mapEntry(m *yaml.Node, key string) (k, v *yaml.Node) {
@@ -98,20 +139,34 @@ func sameValue(a, b *yaml.Node) bool {
 	if bytes.Equal(ja, jb) {
 		return true
 	}
-	va, ok := decodeJSONValue(ja)
+	ca, ok := canonical(ja)
 	if !ok {
 		return false
 	}
-	vb, ok := decodeJSONValue(jb)
-	return ok && reflect.DeepEqual(va, vb)
+	cb, ok := canonical(jb)
+	return ok && ca == cb
 }
 
-func decodeJSONValue(data []byte) (any, bool) {
-	dec := json.NewDecoder(bytes.NewReader(data))
+// canonicalJSON is n's value as canonical JSON: keys sorted, numbers as
+// written, so that equal values have equal text.
+func canonicalJSON(n *yaml.Node) (string, bool) {
+	js, err := NodeJSON(n)
+	if err != nil {
+		return "", false
+	}
+	return canonical(js)
+}
+
+func canonical(js []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, false
+		return "", false
 	}
-	return v, true
+	out, err := json.Marshal(v)
+	if err != nil {
+		return "", false
+	}
+	return string(out), true
 }

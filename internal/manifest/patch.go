@@ -15,11 +15,7 @@ import (
 // applyOps applies RFC 6902 ops to a JSON document with the patch library
 // the API server uses.
 func applyOps(doc []byte, ops []PatchOp) ([]byte, error) {
-	raw, err := json.Marshal(ops)
-	if err != nil {
-		return nil, err
-	}
-	p, err := jsonpatch.DecodePatch(raw)
+	p, err := jsonpatch.DecodePatch(patchJSON(ops))
 	if err != nil {
 		return nil, fmt.Errorf("engine patch: %w", err)
 	}
@@ -28,6 +24,33 @@ func applyOps(doc []byte, ops []PatchOp) ([]byte, error) {
 		return nil, fmt.Errorf("engine patch does not apply: %w", err)
 	}
 	return out, nil
+}
+
+// patchJSON writes ops as an RFC 6902 patch. (json.Marshal would check
+// and compact every value, which the patch's decoder does again.)
+func patchJSON(ops []PatchOp) []byte {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i, op := range ops {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"op":`)
+		appendJSONString(&b, op.Op)
+		b.WriteString(`,"path":`)
+		appendJSONString(&b, op.Path)
+		if op.From != "" {
+			b.WriteString(`,"from":`)
+			appendJSONString(&b, op.From)
+		}
+		if len(op.Value) > 0 {
+			b.WriteString(`,"value":`)
+			b.Write(op.Value)
+		}
+		b.WriteByte('}')
+	}
+	b.WriteByte(']')
+	return b.Bytes()
 }
 
 // DocumentOps decodes the engine's patch of the Pod at s (RFC 6902 JSON)
@@ -88,28 +111,35 @@ func (d *Document) Patch(ops []PatchOp, keepText bool) (reencoded string, err er
 	if err != nil {
 		return "", err
 	}
+	d.changed = true
+	if keepText && d.text != nil {
+		// A List's items are spliced one by one, each in its own lines;
+		// any other document as a whole.
+		spliced, listed, err := spliceListOps(d.text, ops)
+		if !listed {
+			spliced, err = spliceOps(d.text, ops)
+		}
+		var tree *yaml.Node
+		if err == nil {
+			tree, err = sameMeaning(spliced, after)
+		}
+		if err == nil {
+			// The text is the document now, and the tree read from it to
+			// check its meaning is the document's tree.
+			d.text, d.node = spliced, tree
+			return "", nil
+		}
+		reencoded = err.Error()
+	}
 	updated, err := jsonNode(after)
 	if err != nil {
 		return "", fmt.Errorf("patched document: %w", err)
 	}
-	d.changed = true
 	if !keepText {
+		// The output is JSON: the patched JSON keeps every spelling and
+		// key order.
 		d.text, d.node = nil, &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{updated}}
 		return "", nil
-	}
-	if d.text != nil {
-		spliced, err := spliceOps(d.text, ops)
-		if err == nil {
-			err = sameMeaning(spliced, after)
-		}
-		if err == nil {
-			// The text is the document now; the tree serves -o json, and
-			// the patched JSON keeps every spelling and key order.
-			d.text = spliced
-			d.node = &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{updated}}
-			return "", nil
-		}
-		reencoded = err.Error()
 	}
 	// Edits are made to a tree whose untouched nodes are the originals:
 	// one shared through a YAML alias would show the edit wherever the
@@ -124,27 +154,29 @@ func (d *Document) Patch(ops []PatchOp, keepText bool) (reencoded string, err er
 	if err != nil {
 		return "", err
 	}
-	if err := sameMeaning(text, after); err != nil {
+	if _, err := sameMeaning(text, after); err != nil {
 		return "", fmt.Errorf("internal: re-encoded document: %w", err)
 	}
 	d.text = text
 	return reencoded, nil
 }
 
-// sameMeaning checks that text is one YAML document meaning the JSON want.
-func sameMeaning(text, want []byte) error {
+// sameMeaning checks that text is one YAML document meaning the JSON
+// want, and returns the document's tree as read.
+func sameMeaning(text, want []byte) (*yaml.Node, error) {
 	var n yaml.Node
 	if err := yaml.Unmarshal(text, &n); err != nil {
-		return fmt.Errorf("%w: the result does not parse: %w", errNoSplice, err)
+		return nil, fmt.Errorf("%w: the result does not parse: %w", errNoSplice, err)
 	}
 	got, err := NodeJSON(&n)
 	if err != nil {
-		return fmt.Errorf("%w: the result: %w", errNoSplice, err)
+		return nil, fmt.Errorf("%w: the result: %w", errNoSplice, err)
 	}
-	if !jsonEqual(got, want) {
-		return fmt.Errorf("%w: the result means something else", errNoSplice)
+	// The same bytes, the common case, spare decoding both.
+	if !bytes.Equal(got, want) && !jsonEqual(got, want) {
+		return nil, fmt.Errorf("%w: the result means something else", errNoSplice)
 	}
-	return nil
+	return &n, nil
 }
 
 // jsonEqual reports whether two JSON documents hold the same value.

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -120,16 +121,38 @@ func (e *docError) Error() string {
 
 func (e *docError) Unwrap() error { return e.err }
 
+// Sources are where ReadInputs reads what is not a local file.
+type Sources struct {
+	Stdin io.Reader
+	// HTTP fetches http and https URLs (nil: a default client); a fetch
+	// without a timeout of the client's gets URLTimeout.
+	HTTP *http.Client
+}
+
 // ReadInputs reads every document of every input, in order. An input is
 // a file, a directory (its *.yaml, *.yml and *.json files, sorted by name;
-// with recursive, those of its subdirectories too) or "-" for stdin.
-func ReadInputs(inputs []string, recursive bool, stdin io.Reader) ([]*File, error) {
+// with recursive, those of its subdirectories too), "-" for stdin, or an
+// http or https URL.
+func ReadInputs(inputs []string, recursive bool, src Sources) ([]*File, error) {
 	if len(inputs) == 0 {
 		return nil, errors.New("no input: name files or directories, or - for stdin (also with -f)")
 	}
 	var files []*File
 	stdinRead := false
 	for _, in := range inputs {
+		if isURL(in) {
+			data, err := readURL(src.HTTP, in)
+			if err != nil {
+				return nil, err
+			}
+			// Named by its URL; like stdin, it has no path to rewrite.
+			f, err := ParseFile(in, data)
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, f)
+			continue
+		}
 		paths, err := expandInput(in, recursive)
 		if err != nil {
 			return nil, plainPathError(err)
@@ -143,7 +166,7 @@ func ReadInputs(inputs []string, recursive bool, stdin io.Reader) ([]*File, erro
 				}
 				stdinRead = true
 				name, path = "<stdin>", ""
-				data, err = bounded.Read(stdin, name, maxManifestBytes)
+				data, err = bounded.Read(src.Stdin, name, maxManifestBytes)
 			} else {
 				data, err = bounded.ReadFile(p, maxManifestBytes)
 			}
@@ -258,6 +281,9 @@ func parseDocuments(source string, data []byte) ([]*Document, error) {
 		}
 		if _, err := NodeJSON(&n); err != nil {
 			return nil, &docError{source: source, index: i, err: fmt.Errorf("invalid YAML: %w", err)}
+		}
+		if err := checkYAML11(&n); err != nil {
+			return nil, &docError{source: source, index: i, err: err}
 		}
 		docs = append(docs, doc)
 	}

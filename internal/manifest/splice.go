@@ -3,6 +3,7 @@ package manifest
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -34,12 +35,41 @@ type PatchOp struct {
 // before it left. Consecutive adds of keys to one mapping (the
 // annotations a template sets) are written as one insertion.
 func spliceOps(text []byte, ops []PatchOp) ([]byte, error) {
+	return newSpliceRun().apply(text, nil, ops)
+}
+
+// spliceRun is what the splicing of one document (or of a List's
+// items) keeps between ops: the lines rendered for each value, the same
+// for every Pod of a List.
+type spliceRun struct {
+	rendered map[string][]string
+	// reparse reads the text anew before every op instead of following
+	// the edits in the tree: what tests compare the tracking with.
+	reparse bool
+}
+
+func newSpliceRun() *spliceRun { return &spliceRun{rendered: map[string][]string{}} }
+
+// apply applies ops to text, whose tree is tree if known (nil: read it).
+// The tree follows each edit (its nodes moved by the lines inserted)
+// until an op needs a collection an edit changed: then the text is read
+// anew. Reading a Pod's text once per op was most of graft inject's time.
+func (r *spliceRun) apply(text []byte, tree *parsedText, ops []PatchOp) ([]byte, error) {
 	for len(ops) > 0 {
-		next, n, err := spliceOp(text, ops[:addsToOneParent(ops)])
+		group := ops[:addsToOneParent(ops)]
+		if tree == nil || r.reparse || tree.stale(group[0].Path) {
+			var err error
+			if tree, err = parseText(text); err != nil {
+				return nil, fmt.Errorf("%s %s: %w", ops[0].Op, ops[0].Path, err)
+			}
+		}
+		e, n, changed, err := r.spliceOp(tree, group)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", ops[0].Op, ops[0].Path, err)
 		}
-		text, ops = next, ops[n:]
+		text = e.apply(text)
+		tree = tree.follow(e, changed, text)
+		ops = ops[n:]
 	}
 	return text, nil
 }
@@ -71,66 +101,101 @@ func (e textEdit) apply(b []byte) []byte {
 type splicer struct {
 	t    *yamlText
 	root *yaml.Node
+	run  *spliceRun
 }
 
-// spliceOp applies the first op of group, or all of them if they add new
-// keys to one block mapping, and says how many it applied. The ops of
-// group share their parent.
-func spliceOp(text []byte, group []PatchOp) ([]byte, int, error) {
-	op := group[0]
-	if op.Op != "add" && op.Op != "replace" {
-		return nil, 0, noSplice("op %q", op.Op)
-	}
+// parseText reads text, one YAML document, for splicing.
+func parseText(text []byte) (*parsedText, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(text, &doc); err != nil {
-		return nil, 0, fmt.Errorf("%w: the text does not parse alone: %w", errNoSplice, err)
+		return nil, fmt.Errorf("%w: the text does not parse alone: %w", errNoSplice, err)
 	}
 	if len(doc.Content) != 1 {
-		return nil, 0, noSplice("an empty document")
+		return nil, noSplice("an empty document")
 	}
 	if hasAliases(&doc) {
-		return nil, 0, noSplice("the document uses YAML aliases")
+		return nil, noSplice("the document uses YAML aliases")
+	}
+	return &parsedText{t: newYAMLText(text), root: doc.Content[0]}, nil
+}
+
+// spliceOp computes the edit of the first op of group, or of all of them
+// if they add new keys to one block mapping, and says how many it
+// applied and which collection it changed. The ops of group share their
+// parent.
+func (r *spliceRun) spliceOp(tree *parsedText, group []PatchOp) (e textEdit, n int, changed *yaml.Node, err error) {
+	op := group[0]
+	if op.Op != "add" && op.Op != "replace" {
+		return e, 0, nil, noSplice("op %q", op.Op)
 	}
 	tokens, err := pointerTokens(op.Path)
 	if err != nil {
-		return nil, 0, err
+		return e, 0, nil, err
 	}
 	if len(tokens) == 0 {
-		return nil, 0, noSplice("an op on the whole document")
+		return e, 0, nil, noSplice("an op on the whole document")
 	}
-	s := splicer{t: newYAMLText(text), root: doc.Content[0]}
+	s := splicer{t: tree.t, root: tree.root, run: r}
 	// path holds the nodes from the root to the op's parent.
 	path := []*yaml.Node{s.root}
 	for _, tok := range tokens[:len(tokens)-1] {
 		c := childNode(path[len(path)-1], tok)
 		if c == nil {
-			return nil, 0, fmt.Errorf("no %q in the document", tok)
+			return e, 0, nil, fmt.Errorf("no %q in the document", tok)
 		}
 		path = append(path, c)
 	}
-	var e textEdit
+	parent := path[len(path)-1]
 	switch i := firstFlow(path); {
 	case len(group) > 1 && s.newKeys(path, group):
-		if e, err = s.addEntries(path[len(path)-1], group); err != nil {
-			return nil, 0, err
-		}
-		return e.apply(text), len(group), nil
+		e, err = s.addEntries(parent, group)
+		return e, len(group), parent, err
 	case i >= 0:
-		e, err = s.rewriteFlow(path, i, PatchOp{Op: op.Op, Path: pointer(tokens[i:]), Value: op.Value})
-	default:
-		var value *yaml.Node
-		if value, err = jsonNode(op.Value); err == nil {
-			e, err = s.edit(path, tokens[len(tokens)-1], op.Op, value)
+		// Every op of the group is under the flow collection: it is
+		// written anew once, with all of them applied.
+		rel := make([]PatchOp, len(group))
+		for j, g := range group {
+			toks, err := pointerTokens(g.Path)
+			if err != nil {
+				return e, 0, nil, err
+			}
+			rel[j] = PatchOp{Op: g.Op, Path: pointer(toks[i:]), Value: g.Value}
 		}
+		e, err = s.rewriteFlow(path, i, rel)
+		return e, len(group), path[i], err
 	}
+	e, err = s.edit(path, tokens[len(tokens)-1], op.Op, op.Value)
+	if op.Op == "replace" {
+		// The value replaced is what changed (a flow collection or a
+		// scalar); the parent holds as many entries as before.
+		changed = childNode(parent, tokens[len(tokens)-1])
+	} else {
+		changed = parent
+	}
+	return e, 1, changed, err
+}
+
+// lines renders the value raw, an op's JSON, with render, once per
+// value, layout and indentation in a run.
+func (s *splicer) lines(what string, l layout, indent int, raw json.RawMessage, render func(*yaml.Node) ([]string, error)) ([]string, error) {
+	key := fmt.Sprintf("%s|%d|%d|%d|%d|%s", what, l.mapIndent, l.seqIndent, l.itemOffset, indent, raw)
+	if out, ok := s.run.rendered[key]; ok {
+		return out, nil
+	}
+	value, err := jsonNode(raw)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	return e.apply(text), 1, nil
+	out, err := render(value)
+	if err != nil {
+		return nil, err
+	}
+	s.run.rendered[key] = out
+	return out, nil
 }
 
 // edit is an op whose parent is a block collection.
-func (s *splicer) edit(path []*yaml.Node, last, op string, value *yaml.Node) (textEdit, error) {
+func (s *splicer) edit(path []*yaml.Node, last, op string, value json.RawMessage) (textEdit, error) {
 	parent := path[len(path)-1]
 	switch parent.Kind {
 	case yaml.MappingNode:
@@ -141,7 +206,11 @@ func (s *splicer) edit(path []*yaml.Node, last, op string, value *yaml.Node) (te
 			}
 			return s.addEntry(parent, last, value)
 		}
-		return s.replace(cur, parent, k, value)
+		v, err := jsonNode(value)
+		if err != nil {
+			return textEdit{}, err
+		}
+		return s.replace(cur, parent, k, v)
 	case yaml.SequenceNode:
 		idx := len(parent.Content)
 		if last != "-" || op != "add" {
@@ -153,16 +222,20 @@ func (s *splicer) edit(path []*yaml.Node, last, op string, value *yaml.Node) (te
 		if op == "add" {
 			return s.addItem(parent, idx, value)
 		}
-		return s.replace(parent.Content[idx], parent, nil, value)
+		v, err := jsonNode(value)
+		if err != nil {
+			return textEdit{}, err
+		}
+		return s.replace(parent.Content[idx], parent, nil, v)
 	}
 	return textEdit{}, fmt.Errorf("%s is not a collection", KindName(parent))
 }
 
 // addEntry adds key: value to the block mapping m: after its last entry,
 // or, for a Pod template's metadata, where it usually is, before spec.
-func (s *splicer) addEntry(m *yaml.Node, key string, value *yaml.Node) (textEdit, error) {
+func (s *splicer) addEntry(m *yaml.Node, key string, value json.RawMessage) (textEdit, error) {
 	first := m.Content[0]
-	lines, err := layoutNear(s.t, m, s.root).entryLines(strNode(key), value, first.Column-1)
+	lines, err := s.entryLines(layoutNear(s.t, m, s.root), key, value, first.Column-1)
 	if err != nil {
 		return textEdit{}, err
 	}
@@ -172,6 +245,13 @@ func (s *splicer) addEntry(m *yaml.Node, key string, value *yaml.Node) (textEdit
 		}
 	}
 	return s.appendEntries(m, lines), nil
+}
+
+// entryLines renders "key: value" with the key at indent.
+func (s *splicer) entryLines(l layout, key string, value json.RawMessage, indent int) ([]string, error) {
+	return s.lines("entry "+strconv.Quote(key), l, indent, value, func(v *yaml.Node) ([]string, error) {
+		return l.entryLines(strNode(key), v, indent)
+	})
 }
 
 // newKeys reports whether the adds are of distinct new keys to the block
@@ -207,11 +287,7 @@ func (s *splicer) addEntries(m *yaml.Node, adds []PatchOp) (textEdit, error) {
 		if err != nil {
 			return textEdit{}, err
 		}
-		value, err := jsonNode(op.Value)
-		if err != nil {
-			return textEdit{}, err
-		}
-		entry, err := l.entryLines(strNode(toks[len(toks)-1]), value, m.Content[0].Column-1)
+		entry, err := s.entryLines(l, toks[len(toks)-1], op.Value, m.Content[0].Column-1)
 		if err != nil {
 			return textEdit{}, err
 		}
@@ -227,9 +303,12 @@ func (s *splicer) appendEntries(m *yaml.Node, lines []string) textEdit {
 }
 
 // addItem inserts value at idx of the block sequence seq.
-func (s *splicer) addItem(seq *yaml.Node, idx int, value *yaml.Node) (textEdit, error) {
+func (s *splicer) addItem(seq *yaml.Node, idx int, value json.RawMessage) (textEdit, error) {
 	dash := seq.Column - 1
-	lines, err := layoutNear(s.t, seq, s.root).itemLines(value, dash)
+	l := layoutNear(s.t, seq, s.root)
+	lines, err := s.lines("item", l, dash, value, func(v *yaml.Node) ([]string, error) {
+		return l.itemLines(v, dash)
+	})
 	if err != nil {
 		return textEdit{}, err
 	}
@@ -331,25 +410,30 @@ func (s *splicer) insertAfter(line int, lines []string) textEdit {
 	return textEdit{off, off, strings.Join(lines, s.t.nl) + s.t.nl}
 }
 
-// rewriteFlow applies op, relative to path[i], the outermost flow
-// collection on the way to the op's target, and writes that collection
-// anew: in block style where the op changed it, what did not change
+// rewriteFlow applies ops, relative to path[i], the outermost flow
+// collection on the way to their targets, and writes that collection
+// anew: in block style where the ops changed it, what did not change
 // written as before.
-func (s *splicer) rewriteFlow(path []*yaml.Node, i int, op PatchOp) (textEdit, error) {
+func (s *splicer) rewriteFlow(path []*yaml.Node, i int, ops []PatchOp) (textEdit, error) {
 	f := path[i]
-	before, err := NodeJSON(f)
+	nv, ok, err := addedKeys(f, ops)
 	if err != nil {
 		return textEdit{}, err
 	}
-	after, err := applyOps(before, []PatchOp{op})
-	if err != nil {
-		return textEdit{}, err
+	if !ok {
+		before, err := NodeJSON(f)
+		if err != nil {
+			return textEdit{}, err
+		}
+		after, err := applyOps(before, ops)
+		if err != nil {
+			return textEdit{}, err
+		}
+		if nv, err = jsonNode(after); err != nil {
+			return textEdit{}, err
+		}
+		nv = keepOriginal(f, nv)
 	}
-	nv, err := jsonNode(after)
-	if err != nil {
-		return textEdit{}, err
-	}
-	nv = keepOriginal(f, nv)
 	if i == 0 {
 		return s.replace(f, nil, nil, nv)
 	}
@@ -363,6 +447,33 @@ func (s *splicer) rewriteFlow(path []*yaml.Node, i int, op PatchOp) (textEdit, e
 		}
 	}
 	return s.replace(f, parent, key, nv)
+}
+
+// addedKeys is the flow mapping f with the keys ops add to it, when
+// that is all they do (graft's labels and annotations): its entries as
+// they are, then the new ones, in block style, as keepOriginal would
+// make of the patched mapping. ok is false for any other ops.
+func addedKeys(f *yaml.Node, ops []PatchOp) (*yaml.Node, bool, error) {
+	if f.Kind != yaml.MappingNode {
+		return nil, false, nil
+	}
+	out := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: slices.Clip(f.Content)}
+	keepComments(out, f)
+	for _, op := range ops {
+		toks, err := pointerTokens(op.Path)
+		if err != nil || op.Op != "add" || len(toks) != 1 {
+			return nil, false, nil
+		}
+		if k, _ := mapEntry(out, toks[0]); k != nil {
+			return nil, false, nil
+		}
+		v, err := jsonNode(op.Value)
+		if err != nil {
+			return nil, false, err
+		}
+		out.Content = append(out.Content, strNode(toks[0]), v)
+	}
+	return out, true, nil
 }
 
 func firstFlow(path []*yaml.Node) int {
@@ -399,7 +510,9 @@ func pointerTokens(p string) ([]string, error) {
 	}
 	toks := strings.Split(p[1:], "/")
 	for i, t := range toks {
-		toks[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(t)
+		if strings.IndexByte(t, '~') >= 0 {
+			toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+		}
 	}
 	return toks, nil
 }
@@ -409,7 +522,10 @@ func pointer(tokens []string) string {
 	var b strings.Builder
 	for _, t := range tokens {
 		b.WriteByte('/')
-		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(t))
+		if strings.ContainsAny(t, "~/") {
+			t = strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")
+		}
+		b.WriteString(t)
 	}
 	return b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"io"
+	"net/http"
 
 	"github.com/graftdev/graft/internal/manifest"
 )
@@ -27,6 +28,8 @@ type Options struct {
 	NamespaceLabels map[string]string
 	// Quiet says nothing on stderr but warnings and errors.
 	Quiet bool
+	// HTTP fetches the inputs that are URLs (nil: a default client).
+	HTTP *http.Client
 }
 
 // Run is the input of one graft inject or explain: its manifests, read,
@@ -47,7 +50,7 @@ func Open(o Options, stdin io.Reader, stderr io.Writer) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	files, err := manifest.ReadInputs(o.Inputs, o.Recursive, stdin)
+	files, err := manifest.ReadInputs(o.Inputs, o.Recursive, manifest.Sources{Stdin: stdin, HTTP: o.HTTP})
 	if err != nil {
 		return nil, err
 	}
