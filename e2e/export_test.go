@@ -175,7 +175,12 @@ func (f *exportFixture) requireSame(t *testing.T, pair exportPair, p *corev1.Pod
 		}
 		return wh, true
 	}
-	checkInjectedLabel(t, f.revision, wh.pod, pol.pod)
+	// The label rule is what graft does to a Pod whose author did not
+	// write the label; a hand-set one is the author's, kept as it is
+	// (TestExportHandSetLabel), and compared below like any field.
+	if _, own := p.Labels[names.Injected]; !own {
+		checkInjectedLabel(t, f.revision, wh.pod, pol.pod)
+	}
 	var whPod, polPod any
 	if wh.pod != nil {
 		whPod = comparable(wh.pod)
@@ -312,6 +317,13 @@ func TestExportRefusesInvalidParameters(t *testing.T) {
 			if want := "denied: " + tc.want; out.refuse != want {
 				t.Fatalf("refusal %q, want %q", out.refuse, want)
 			}
+			// The validating policy passes Pods labelled graft.dev/injected
+			// by selector; the mutating one takes a hand-set label off the
+			// Pods it must refuse.
+			p.Labels = map[string]string{names.Injected: f.revision}
+			if out, _ := f.requireSame(t, f.pairs[tc.profile], p); out.refuse != "denied: "+tc.want {
+				t.Fatalf("with the label set by hand: refusal %q, want %q", out.refuse, "denied: "+tc.want)
+			}
 		})
 	}
 }
@@ -406,4 +418,89 @@ func TestExportReinvocationWithForeignMutator(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireAgentInjected(t, got) // every app container, the foreign one too
+}
+
+// TestExportHandSetLabel: the exported validating policy's match
+// condition passes over a Pod labelled graft.dev/injected whose record's
+// containers are all there, without evaluating its checks. A Pod
+// author's own label must not take a Pod past it: the mutating
+// policy takes the label off every Pod it leaves for the validating
+// policy to refuse, and the Pod is refused as without the label (as the
+// webhook refuses it, or by the policies' design).
+func TestExportHandSetLabel(t *testing.T) {
+	f := exported.get(t)
+	conflict := simplePod("hand-label-conflict", "app", "graft-agent")
+	stale := simplePod("hand-label-stale")
+	stale.Annotations = map[string]string{names.Status: `{"version":1,"injected":["graft-agent"]}`}
+	unhashable := simplePod("hand-label-port")
+	unhashable.Annotations = map[string]string{"graft.dev/agent.port": "9100"}
+	lenient := simplePod("hand-label-lenient")
+	lenient.Annotations = map[string]string{"graft.dev/agent.port": "80"}
+	cases := []struct {
+		profile string
+		pod     *corev1.Pod
+	}{{"agent", conflict}, {"agent", stale}, {"agent", unhashable}, {"lenient", lenient}, {"keep", conflict}}
+	for _, tc := range cases {
+		t.Run(tc.profile+"/"+tc.pod.Name, func(t *testing.T) {
+			bare, _ := f.requireSame(t, f.pairs[tc.profile], tc.pod)
+			p := tc.pod.DeepCopy()
+			p.Labels = map[string]string{names.Injected: f.revision}
+			labelled, _ := f.requireSame(t, f.pairs[tc.profile], p)
+			if (bare.refuse == "") != (labelled.refuse == "") {
+				t.Fatalf("refused without the label: %q; with it: %q", bare.refuse, labelled.refuse)
+			}
+		})
+	}
+}
+
+// stripInit removes the init container called name, as a webhook ordered
+// after graft that does not want it would.
+func stripInit(name string) func(*corev1.Pod) []patchOp {
+	return func(p *corev1.Pod) []patchOp {
+		var ops []patchOp
+		for i := len(p.Spec.InitContainers) - 1; i >= 0; i-- {
+			if p.Spec.InitContainers[i].Name == name {
+				ops = append(ops, patchOp{Op: "remove", Path: fmt.Sprintf("/spec/initContainers/%d", i)})
+			}
+		}
+		return ops
+	}
+}
+
+// TestExportGuaranteeAfterAStrippingWebhook: a webhook after the exported
+// mutating policy removes its sidecar. Never reinvoked, it loses: the
+// policy, run again, puts the sidecar back. Reinvoked (IfNeeded), it
+// strips again after that, and the validating policy refuses the Pod,
+// though the Pod carries graft.dev/injected and its record.
+func TestExportGuaranteeAfterAStrippingWebhook(t *testing.T) {
+	exported.get(t)
+	for _, c := range []struct {
+		name   string
+		policy regv1.ReinvocationPolicyType
+	}{{"never", regv1.NeverReinvocationPolicy}, {"ifneeded", regv1.IfNeededReinvocationPolicy}} {
+		t.Run(c.name, func(t *testing.T) {
+			ns := newNamespace(t, "e2e-exp-strip-"+c.name, map[string]string{exportLabel: "agent"})
+			strip := &foreignMutator{patch: stripInit(agentContainer)}
+			registerForeign(t, ns, strip, c.policy)
+			waitFor(t, "the stripping webhook to take effect", func(ctx context.Context) error {
+				if strip.calls.Load() > 0 {
+					return nil
+				}
+				_, _ = env.client.CoreV1().Pods(ns).Create(ctx, simplePod("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+				return errors.New("not called yet")
+			})
+			p, err := env.client.CoreV1().Pods(ns).Create(t.Context(), simplePod("stripped", "app"), metav1.CreateOptions{})
+			if c.policy == regv1.NeverReinvocationPolicy {
+				if err != nil {
+					t.Fatalf("create: %v", err)
+				}
+				requireAgentInjected(t, p)
+				return
+			}
+			const want = "this Pod lacks containers graft injected"
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("create after a stripping webhook: got %v (Pod %v), want a refusal saying %q", err, p, want)
+			}
+		})
+	}
 }

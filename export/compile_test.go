@@ -76,7 +76,7 @@ func TestCompileConstructs(t *testing.T) {
 		fragment: `annotations:
   a: {{ .s | quote }}`,
 		values: []map[string]string{{"s": `a: "b" # c`}, {"s": "line\nbreak\ttab\\"}, {"s": ""}, {"s": "on"}},
-		cel:    []string{`{"a": dyn(variables.p_tst_s)}`},
+		cel:    []string{`{"a": dyn(variables.p_tst["s"])}`},
 	}, {
 		name:   "a patterned value inside a plain scalar",
 		params: "- {name: port, type: string, default: '80', pattern: '^[0-9]{1,5}$'}",
@@ -84,7 +84,7 @@ func TestCompileConstructs(t *testing.T) {
   - name: c
     args: [--listen=127.0.0.1:{{ .port }}]`,
 		values: []map[string]string{{"port": "8080"}, {"port": "0"}},
-		cel:    []string{`"--listen=127.0.0.1:" + variables.p_tst_port`},
+		cel:    []string{`"--listen=127.0.0.1:" + variables.p_tst["port"]`},
 	}, {
 		name:   "an int as a whole unquoted value is a number",
 		params: "- {name: port, type: int, default: '80', min: '1', max: '65535'}",
@@ -92,14 +92,14 @@ func TestCompileConstructs(t *testing.T) {
   - name: c
     ports: [{containerPort: {{ .port }}}]`,
 		values: []map[string]string{{"port": "0080"}, {"port": "+443"}},
-		cel:    []string{`int(variables.p_tst_port)`},
+		cel:    []string{`int(variables.p_tst["port"])`},
 	}, {
 		name:   "a negated bool prints its flip",
 		params: "- {name: tls, type: bool, default: 'false'}",
 		fragment: `annotations:
   insecure: "{{ not .tls }}"`,
 		values: []map[string]string{{"tls": "true"}, {"tls": "false"}},
-		cel:    []string{`(variables.p_tst_tls == "true" ? "false" : "true")`},
+		cel:    []string{`(variables.p_tst["tls"] == "true" ? "false" : "true")`},
 	}, {
 		name: "if over an enum makes one variant per value",
 		params: `- {name: mode, type: enum, default: a, values: [a, b, c]}
@@ -123,14 +123,14 @@ func TestCompileConstructs(t *testing.T) {
   ports: "15021{{ range .ports }},{{ . }}{{ end }}"
   joined: {{ join ";" .ports | quote }}`,
 		values: []map[string]string{{"ports": ""}, {"ports": "80"}, {"ports": " 80, 443 ,8080"}},
-		cel:    []string{`variables.l_tst_ports.map(it, "," + it).join("")`, `variables.l_tst_ports.join(";")`},
+		cel:    []string{`variables.l_tst["ports"].map(it, "," + it).join("")`, `variables.l_tst["ports"].join(";")`},
 	}, {
 		name:   "a range with an index-dependent separator",
 		params: "- {name: paths, type: list, default: a, min: '1', pattern: '^[a-z/]+$'}",
 		fragment: `annotations:
   test: {{ range $j, $p := .paths }}{{ if $j }} && {{ end }}test -f /x/{{ $p }}{{ end }}`,
 		values: []map[string]string{{"paths": "a"}, {"paths": "a,b/c,d"}},
-		cel:    []string{`variables.l_tst_paths.map(it, "test -f /x/" + it).join(" && ")`},
+		cel:    []string{`variables.l_tst["paths"].map(it, "test -f /x/" + it).join(" && ")`},
 	}, {
 		name:     "a comment a patterned value cannot end",
 		params:   "- {name: s, type: string, default: x, pattern: '^[a-z]+$'}",

@@ -38,18 +38,25 @@ func celList(items []string) string {
 	return "[" + strings.Join(q, ", ") + "]"
 }
 
-// paramVarList declares a variable per parameter the templates read.
+// paramVarList declares, per template, the texts of the parameters its
+// fragment reads, and the items of its list parameters (see params.go).
 func (p *profile) paramVarList() []celVar {
 	var out []celVar
 	used := p.usedParams()
 	for _, tn := range p.order {
+		var texts, lists []string
 		for _, prm := range used[tn] {
 			raw := rawValue(tn, prm, p.defaults[tn][prm.Name])
-			name := celIdent("p", tn, prm.Name)
-			out = append(out, celVar{name, textExpr(prm, raw)})
+			texts = append(texts, celString(prm.Name)+": "+textExpr(prm, raw))
 			if prm.Type == "list" {
-				out = append(out, celVar{celIdent("l", tn, prm.Name), itemsExpr("variables." + name)})
+				lists = append(lists, celString(prm.Name)+": "+itemsExpr(paramVars{tmpl: tn}.text(holeSrc{param: prm, item: -1})))
 			}
+		}
+		if len(texts) > 0 {
+			out = append(out, celVar{celIdent("p", tn), "{" + strings.Join(texts, ", ") + "}"})
+		}
+		if len(lists) > 0 {
+			out = append(out, celVar{celIdent("l", tn), "{" + strings.Join(lists, ", ") + "}"})
 		}
 	}
 	return out
@@ -100,7 +107,13 @@ func (p *profile) mutationVars() ([]celVar, error) {
 	if err != nil {
 		return nil, err
 	}
-	vars := append(p.selectionVars(), scope...)
+	vars := p.selectionVars()
+	if !p.lenient {
+		// A Pod with a parameter problem is refused: left uninjected and
+		// unlabelled for the validating policy (see patchExpr).
+		vars = append(vars, p.problemVars()...)
+	}
+	vars = append(vars, scope...)
 	// What the templates graft injects add: those of the conflicts are
 	// left out (onConflict: keep; deny refuses the Pod in the validating
 	// policy).
@@ -134,8 +147,22 @@ func (p *profile) mutationVars() ([]celVar, error) {
 	return append(vars, initVars()...), nil
 }
 
-// patchExpr is the JSON Patch: empty for a Pod that selects no template.
-func (p *profile) patchExpr() string {
+// patchExpr is the JSON Patch: the fast path's for the Pods it covers,
+// else the general merge's, empty for a Pod that selects no template.
+func (p *profile) patchExpr(fast *fastPath) (string, error) {
+	general := p.mergeExpr()
+	if fast == nil {
+		return general, nil
+	}
+	ops, err := fast.patchExpr()
+	if err != nil {
+		return "", err
+	}
+	return "(" + fast.guard() + ") ?\n" + ops + "\n: " + general, nil
+}
+
+// mergeExpr is the general merge's JSON Patch.
+func (p *profile) mergeExpr() string {
 	ops := []string{
 		initOps(),
 		appendOps("/spec/containers", "object.spec.?containers.orValue([])", "variables.addedContainers"),
@@ -147,12 +174,18 @@ func (p *profile) patchExpr() string {
 		metaOps("labels", "variables.setLabels", false),
 	}
 	// Pods the validating policy refuses are left as they are, so that it
-	// sees what they carried.
+	// sees what they carried, and without graft.dev/injected, so that it
+	// sees them at all (it passes labelled Pods by selector).
 	refused := "size(variables.unhashable) > 0 || !(variables.recNone || variables.recOK && size(variables.recStale) == 0)"
 	if !p.keep {
 		refused += " || size(variables.conflicts) > 0"
 	}
-	return "size(variables.templates) == 0 || " + refused + " ? [] :\n" + strings.Join(ops, "\n+ ")
+	if !p.lenient {
+		refused = `variables.problem != "" || ` + refused
+	}
+	unlabel := "(" + celString(names.Injected) + ` in object.metadata.?labels.orValue({}) ? [JSONPatch{op: "remove", path: "/metadata/labels/` +
+		pointerToken(names.Injected) + `"}] : [])`
+	return "size(variables.templates) == 0 ? [] : " + refused + " ? " + unlabel + " :\n" + strings.Join(ops, "\n+ ")
 }
 
 // initVars split the missing init containers by placement.

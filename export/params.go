@@ -11,14 +11,18 @@ import (
 
 // Parameters in CEL. A Pod sets parameter p of template t with the
 // annotation graft.dev/t.p; without it the profile's value, or else the
-// template's default, applies. Each parameter the fragment shows is a
-// policy variable holding its text (paramText), and a list parameter also
-// one holding its items.
+// template's default, applies. The parameters a template's fragment shows
+// are one policy variable per template, a map from parameter name to its
+// text (paramText), and its list parameters a second, to their items. One
+// variable per template rather than per parameter: the API server enters
+// every declared variable in a lazy map for each set of expressions it
+// evaluates, so each costs every evaluation of the policy, and a selected
+// template reads nearly all its parameters anyway.
 
-// celIdent makes a CEL identifier of a template and parameter name;
-// template names are DNS labels, so the mapping is one to one.
-func celIdent(prefix, tmpl, param string) string {
-	return prefix + "_" + strings.ReplaceAll(tmpl, "-", "_") + "_" + param
+// celIdent makes a CEL identifier of a template name; template names are
+// DNS labels, so the mapping is one to one.
+func celIdent(prefix, tmpl string) string {
+	return prefix + "_" + strings.ReplaceAll(tmpl, "-", "_")
 }
 
 func annotationKey(tmpl, param string) string { return names.ParamAnnotation(tmpl, param) }
@@ -29,7 +33,7 @@ type paramVars struct {
 }
 
 func (v paramVars) text(src holeSrc) string {
-	t := "variables." + celIdent("p", v.tmpl, src.param.Name)
+	t := "variables." + celIdent("p", v.tmpl) + "[" + celString(src.param.Name) + "]"
 	if src.not {
 		return "(" + t + ` == "true" ? "false" : "true")`
 	}
@@ -37,7 +41,7 @@ func (v paramVars) text(src holeSrc) string {
 }
 
 func (v paramVars) list(p *templates.Param) string {
-	return "variables." + celIdent("l", v.tmpl, p.Name)
+	return "variables." + celIdent("l", v.tmpl) + "[" + celString(p.Name) + "]"
 }
 
 // rawValue is a CEL string: the annotation's value when valid, else def,

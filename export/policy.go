@@ -40,9 +40,26 @@ func Export(cfg inject.Config, set *templates.Set, profileName string) (*Policie
 		return nil, err
 	}
 	name := "graft-" + p.name
+	fast, err := p.fastPath()
+	if err != nil {
+		return nil, err
+	}
 	mvars, err := p.mutationVars()
 	if err != nil {
 		return nil, err
+	}
+	patch, err := p.patchExpr(fast)
+	if err != nil {
+		return nil, err
+	}
+	mconds := p.matchConditions()
+	if fast != nil {
+		// Not a Pod the policy leaves as it is: the API server evaluates
+		// an IfNeeded policy again after every create it changed
+		// (dispatcher.go marks the policies it ran for reinvocation when
+		// the object is left changed, the changing one included), and
+		// this condition is what spares that second evaluation.
+		mconds = append(mconds, regv1.MatchCondition{Name: "not-injected", Expression: "!(" + fast.doneCondition() + ")"})
 	}
 	ignore, fail := regv1.Ignore, regv1.Fail
 	reinvoke := regv1.IfNeededReinvocationPolicy
@@ -52,7 +69,7 @@ func Export(cfg inject.Config, set *templates.Set, profileName string) (*Policie
 			ObjectMeta: p.meta(name),
 			Spec: regv1.MutatingAdmissionPolicySpec{
 				MatchConstraints: p.matchConstraints(),
-				MatchConditions:  p.matchConditions(),
+				MatchConditions:  mconds,
 				Variables:        variables(mvars),
 				// An error leaves the Pod as it is; the guarantee policy
 				// then refuses it, or the parameter check explains it.
@@ -60,7 +77,7 @@ func Export(cfg inject.Config, set *templates.Set, profileName string) (*Policie
 				ReinvocationPolicy: reinvoke,
 				Mutations: []regv1.Mutation{{
 					PatchType: regv1.PatchTypeJSONPatch,
-					JSONPatch: &regv1.JSONPatch{Expression: p.patchExpr()},
+					JSONPatch: &regv1.JSONPatch{Expression: patch},
 				}},
 			},
 		},
@@ -81,14 +98,43 @@ func Export(cfg inject.Config, set *templates.Set, profileName string) (*Policie
 	problem := check{expr: `variables.problem == ""`, message: "variables.problem", reason: string(metav1.StatusReasonInvalid)}
 	if p.lenient {
 		problem.message = lenientMessage()
-		out.add(p, name+"-params", vvars, []check{problem}, regv1.Warn, &fail)
+		// Only a Pod with a graft.dev/ annotation can have a parameter
+		// problem: the others skip the evaluation (its variables, each
+		// message expression, and a conversion of the Pod per set of
+		// expressions) for the match conditions' one conversion.
+		params := p.matchConstraints()
+		conds := append(p.matchConditions(), regv1.MatchCondition{Name: "sets-graft-annotations",
+			Expression: `object.metadata.?annotations.orValue({}).exists(k, k.startsWith("graft.dev/"))`})
+		out.add(p, name+"-params", vvars, []check{problem}, regv1.Warn, &fail, params, conds)
 	} else {
 		// One policy, the parameters checked first: a Pod with bad
 		// parameters is refused for them, not for lacking its sidecars.
 		checks = append([]check{problem}, checks...)
 	}
-	out.add(p, name, vvars, checks, regv1.Deny, &fail)
+	out.add(p, name, vvars, checks, regv1.Deny, &fail, p.matchConstraints(), append(p.matchConditions(), intactCondition()))
 	return out, nil
+}
+
+// intactCondition passes over a Pod the mutating policy injected and that
+// still holds every container its record names: what the guarantee's
+// last check asks, read from the object alone, before any variable. The
+// API server converts the Pod for each set of expressions a validating
+// policy evaluates (the validations, every message expression, even the
+// empty audit annotations), so the match conditions' one conversion is
+// all an injected Pod costs this policy. The mutating policy labels a Pod
+// graft.dev/injected only when it injected it as the webhook does, and
+// takes the label off a Pod this policy must refuse (a parameter problem,
+// a conflict under onConflict: deny, a record or parameter it cannot
+// merge), so the other checks hold for a labelled Pod: only one whose
+// author wrote the label and a record by hand, and whose mutation then
+// failed, passes unchecked.
+func intactCondition() regv1.MatchCondition {
+	status := "object.metadata.annotations[" + celString(names.Status) + "]"
+	intact := celString(names.Injected) + " in object.metadata.?labels.orValue({}) && " +
+		celString(names.Status) + " in object.metadata.?annotations.orValue({}) &&\n" +
+		namesIn(status, "injected") + ".all(n, object.spec.?initContainers.orValue([]).exists(c, c.name == n) || " +
+		"object.spec.?containers.orValue([]).exists(c, c.name == n))"
+	return regv1.MatchCondition{Name: "not-injected-intact", Expression: "!(" + intact + ")"}
 }
 
 // validationVars are the ValidatingAdmissionPolicy's variables: the
@@ -111,7 +157,8 @@ func (p *profile) meta(name string) metav1.ObjectMeta {
 	}}
 }
 
-func (out *Policies) add(p *profile, name string, vars []celVar, checks []check, action regv1.ValidationAction, fp *regv1.FailurePolicyType) {
+func (out *Policies) add(p *profile, name string, vars []celVar, checks []check, action regv1.ValidationAction, fp *regv1.FailurePolicyType,
+	match *regv1.MatchResources, conds []regv1.MatchCondition) {
 	var vs []regv1.Validation
 	for _, c := range checks {
 		reason := metav1.StatusReason(c.reason)
@@ -122,8 +169,8 @@ func (out *Policies) add(p *profile, name string, vars []celVar, checks []check,
 		ObjectMeta: p.meta(name),
 		Spec: regv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy:    fp,
-			MatchConstraints: p.matchConstraints(),
-			MatchConditions:  p.matchConditions(),
+			MatchConstraints: match,
+			MatchConditions:  conds,
 			Variables:        variables(vars),
 			Validations:      vs,
 		},

@@ -80,12 +80,9 @@ func (p *profile) digestVars() []celVar {
 	for _, tn := range p.order {
 		tmpl := p.tmpls[tn].tmpl
 		base := p.defaults[tn]
-		var finite []int
-		combos := 1
+		table, finite := p.digestTable(tn)
 		for i, prm := range tmpl.Params {
-			if d := domain(&tmpl.Params[i]); len(d) > 0 && combos*len(d) <= maxDigestCombos {
-				finite = append(finite, i)
-				combos *= len(d)
+			if slices.Contains(finite, i) {
 				continue
 			}
 			key := annotationKey(tn, prm.Name)
@@ -93,29 +90,11 @@ func (p *profile) digestVars() []celVar {
 			unhashable = append(unhashable, "("+celString(tn)+" in variables.templates && "+raw+" != "+celString(base[prm.Name])+
 				" ? ["+celString(key)+"] : [])")
 		}
-		// Every combination of the finite parameters' values, keyed by the
-		// values joined with NUL.
-		table := map[string]string{}
 		var keyParts []string
 		for _, i := range finite {
 			prm := &tmpl.Params[i]
 			keyParts = append(keyParts, "string("+rawValue(tn, prm, base[prm.Name])+")")
 		}
-		var walk func(k int, vals map[string]string, key []string)
-		walk = func(k int, vals map[string]string, key []string) {
-			if k == len(finite) {
-				table[strings.Join(key, "\x00")] = inject.TemplateDigest(tmpl, vals)
-				return
-			}
-			prm := &tmpl.Params[finite[k]]
-			for _, v := range domain(prm) {
-				s := fmt.Sprint(v)
-				next := maps.Clone(vals)
-				next[prm.Name] = s
-				walk(k+1, next, append(key[:len(key):len(key)], s))
-			}
-		}
-		walk(0, base, nil)
 		var expr string
 		if len(finite) == 0 {
 			expr = celString(table[""])
@@ -136,6 +115,50 @@ func (p *profile) digestVars() []celVar {
 		{"unhashable", un},
 		{"digests", "{" + strings.Join(digests, ", ") + "}"},
 	}
+}
+
+// digestTable is template tn's digest for every combination of its
+// finite parameters' values (the indexes in finite, up to
+// maxDigestCombos combinations), keyed by the values joined with NUL, the
+// other parameters at the profile's values.
+func (p *profile) digestTable(tn string) (table map[string]string, finite []int) {
+	tmpl := p.tmpls[tn].tmpl
+	base := p.defaults[tn]
+	combos := 1
+	for i := range tmpl.Params {
+		if d := domain(&tmpl.Params[i]); len(d) > 0 && combos*len(d) <= maxDigestCombos {
+			finite = append(finite, i)
+			combos *= len(d)
+		}
+	}
+	table = map[string]string{}
+	var walk func(k int, vals map[string]string, key []string)
+	walk = func(k int, vals map[string]string, key []string) {
+		if k == len(finite) {
+			table[strings.Join(key, "\x00")] = inject.TemplateDigest(tmpl, vals)
+			return
+		}
+		prm := &tmpl.Params[finite[k]]
+		for _, v := range domain(prm) {
+			s := fmt.Sprint(v)
+			next := maps.Clone(vals)
+			next[prm.Name] = s
+			walk(k+1, next, append(key[:len(key):len(key)], s))
+		}
+	}
+	walk(0, base, nil)
+	return table, finite
+}
+
+// defaultDigest is the digest digestVars picks for a Pod that sets none
+// of tn's parameters.
+func (p *profile) defaultDigest(tn string) string {
+	table, finite := p.digestTable(tn)
+	var key []string
+	for _, i := range finite {
+		key = append(key, p.defaults[tn][p.tmpls[tn].tmpl.Params[i].Name])
+	}
+	return table[strings.Join(key, "\x00")]
 }
 
 // maxDigestCombos bounds a template's digest table; parameters past it
