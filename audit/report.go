@@ -116,6 +116,11 @@ func urgency() []Class {
 
 func rank(c Class) int { return slices.Index(urgency(), c) }
 
+// Differs reports whether a Pod of class c differs from what graft would
+// make of it now: stale, missing, conflict or spoofed, the classes more
+// urgent than current.
+func (c Class) Differs() bool { return rank(c) < rank(Current) }
+
 // Workloads is the report's Pods per workload, sorted by namespace, kind
 // and name.
 func (r *Report) Workloads() []WorkloadResult {

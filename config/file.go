@@ -8,6 +8,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/bounded"
@@ -141,6 +142,23 @@ func Templates(dir string) (*templates.Set, error) {
 	own, err := templates.LoadDir(dir)
 	if err != nil {
 		return nil, err
+	}
+	return set.With(own), nil
+}
+
+// TemplatesFS is Templates for a directory held in fsys rather than on
+// disk (a ConfigMap's files, say); name is what errors call it.
+func TemplatesFS(fsys fs.FS, name string) (*templates.Set, error) {
+	set, err := templates.Builtin()
+	if err != nil {
+		return nil, fmt.Errorf("built-in templates: %w", err)
+	}
+	own, err := templates.LoadFS(fsys)
+	if se, ok := errors.AsType[*templates.SetError](err); ok {
+		se.Dir = name
+	}
+	if err != nil {
+		return nil, fmt.Errorf("templates %s: %w", name, err)
 	}
 	return set.With(own), nil
 }

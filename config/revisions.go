@@ -11,6 +11,7 @@ import (
 	yamlv3 "go.yaml.in/yaml/v3"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/templates"
 )
 
 // Revision is a revision served besides the top level's, under
@@ -190,7 +191,19 @@ func (f *File) Targets(name string) []string {
 // server.templatesDir), then each revision in name order with its own
 // templates, and the tags.
 func (f File) RevisionsConfig(templatesDir string) (inject.RevisionsConfig, error) {
-	topSet, err := Templates(templatesDir)
+	return f.RevisionsConfigWith(templatesDir, Templates)
+}
+
+// TemplatesLoader returns the template set of a templates directory as
+// Templates does: the built-in set, overlaid by dir's when dir is not
+// empty.
+type TemplatesLoader func(dir string) (*templates.Set, error)
+
+// RevisionsConfigWith is RevisionsConfig with the template directories
+// (templatesDir and the revisions') read by load: graft's live commands
+// read the directories graft's Pods mount from ConfigMaps in the cluster.
+func (f File) RevisionsConfigWith(templatesDir string, load TemplatesLoader) (inject.RevisionsConfig, error) {
+	topSet, err := load(templatesDir)
 	if err != nil {
 		return inject.RevisionsConfig{}, err
 	}
@@ -199,7 +212,7 @@ func (f File) RevisionsConfig(templatesDir string) (inject.RevisionsConfig, erro
 		cfg, _ := f.EngineConfig(name)
 		set := topSet
 		if dir := f.Revisions[name].TemplatesDir; dir != "" {
-			if set, err = Templates(dir); err != nil {
+			if set, err = load(dir); err != nil {
 				return inject.RevisionsConfig{}, fmt.Errorf("revisions.%s.templatesDir: %w", name, err)
 			}
 		}

@@ -218,11 +218,12 @@ func (e *Engine) recipe(pl *plan, ed *edit, s *scratch) (*patchRecipe, error) {
 func (e *Engine) answer(dst []byte, rv *review, ent *planEntry, patch []byte, ops int, notices []notice, res *Result, ex *Explanation) []byte {
 	w := responseWriter{dst: dst}
 	w.begin(rv, true)
+	res.Kept = keptTemplates(notices)
 	if patch == nil {
 		res.Decision, res.Reason = DecisionSkip, ReasonAlreadyInjected
 	} else {
 		res.Decision = DecisionInject
-		res.Templates = ent.plan.templates
+		res.Templates = injectedTemplates(ent.plan.templates, res.Kept)
 		res.PatchOps = ops
 		res.PatchBytes = len(patch)
 		w.patch(patch)
@@ -239,7 +240,7 @@ func (e *Engine) answer(dst []byte, rv *review, ent *planEntry, patch []byte, op
 	}
 	res.Warnings = w.warnings
 	if ex != nil && patch != nil {
-		ex.Templates = ent.plan.templates
+		ex.Templates = res.Templates
 		ex.Patch = append([]byte(nil), patch...)
 	}
 	return w.end()

@@ -29,13 +29,8 @@ type notice struct {
 func (w *responseWriter) writeNotice(n *notice) {
 	switch n.kind {
 	case noticeConflict:
-		if n.conflict.kind != collideNone {
-			var buf [256]byte
-			w.warn("graft: template ", n.template, " not injected: ", b2s(appendCollision(buf[:0], &n.conflict, n.template, true)))
-			break
-		}
-		w.warn("graft: template ", n.template, " not injected: the Pod already has ", n.object, ` "`, n.name,
-			`", which graft did not inject`)
+		var buf [256]byte
+		w.warn("graft: template ", n.template, " not injected: ", b2s(n.appendKeptWhy(buf[:0])))
 	case noticeRestart:
 		w.warn(`graft: restored restartPolicy: Always on its sidecar "`, n.name, `", which a later admission step removed`)
 	case noticeMoved:
@@ -43,6 +38,19 @@ func (w *responseWriter) writeNotice(n *notice) {
 	default:
 		w.warn(n.name)
 	}
+}
+
+// appendKeptWhy appends why a noticeConflict's template was left out:
+// the words after "not injected: " in its warning, and Kept.Why.
+func (n *notice) appendKeptWhy(dst []byte) []byte {
+	if n.conflict.kind != collideNone {
+		return appendCollision(dst, &n.conflict, n.template, true)
+	}
+	dst = append(dst, "the Pod already has "...)
+	dst = append(dst, n.object...)
+	dst = append(dst, ` "`...)
+	dst = append(dst, n.name...)
+	return append(dst, `", which graft did not inject`...)
 }
 
 // conflictMessage is the deny message for c under profile ps.

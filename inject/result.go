@@ -1,5 +1,10 @@
 package inject
 
+import (
+	"slices"
+	"strings"
+)
+
 // Decision is what the engine did with a request.
 type Decision uint8
 
@@ -79,8 +84,13 @@ type Result struct {
 	// Revision is the revision that served the request, never a tag
 	// (engine-owned); set by Revisions, empty from a bare Engine.
 	Revision string
-	// Templates lists the templates injected (engine-owned, read-only).
+	// Templates lists the templates injected (engine-owned, read-only):
+	// the plan's, less those Kept out.
 	Templates []string
+	// Kept lists the templates left out under onConflict: keep, as the
+	// response's warnings say; nil when none were (the usual case, which
+	// allocates nothing).
+	Kept []Kept
 	// PatchOps and PatchBytes describe the patch (before base64).
 	PatchOps   int
 	PatchBytes int
@@ -92,4 +102,44 @@ type Result struct {
 	Namespace []byte
 	// Name is metadata.name, or metadata.generateName when name is empty.
 	Name []byte
+}
+
+// Kept is a template an admission left out under onConflict: keep,
+// because the Pod already holds an object of its name that graft did not
+// inject. It is read from the notices that write the webhook's warnings,
+// so the webhook, graft inject's summary and graft explain say the same.
+type Kept struct {
+	Template string
+	// Why is what the warning says after "not injected: ", e.g.
+	// `the Pod already has container "graft-proxy", which graft did not
+	// inject`.
+	Why string
+}
+
+// keptTemplates are the templates notices say were left out; nil when
+// none were. Its strings are copies: notices alias the request.
+func keptTemplates(notices []notice) []Kept {
+	var out []Kept
+	for i := range notices {
+		n := &notices[i]
+		if n.kind == noticeConflict {
+			out = append(out, Kept{Template: strings.Clone(n.template), Why: string(n.appendKeptWhy(nil))})
+		}
+	}
+	return out
+}
+
+// injectedTemplates is templates less the kept ones: templates itself
+// when none were kept.
+func injectedTemplates(templates []string, kept []Kept) []string {
+	if len(kept) == 0 {
+		return templates
+	}
+	out := make([]string, 0, len(templates))
+	for _, t := range templates {
+		if !slices.ContainsFunc(kept, func(k Kept) bool { return k.Template == t }) {
+			out = append(out, t)
+		}
+	}
+	return out
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/graftdev/graft/audit"
 	"github.com/graftdev/graft/internal/live"
-	"github.com/graftdev/graft/internal/offline"
 )
 
 // exitFound is audit's exit code when a Pod is in a --fail-on class (1 is
@@ -39,11 +38,17 @@ func newAuditCmd() *cobra.Command {
 		Example: auditExample,
 		Long: `audit reads the cluster's Pods, Namespaces, ReplicaSets and Jobs (paged
 LISTs) and runs every Pod through the engine graft serve runs, with the
-configuration and templates given as to graft serve, as if the Pod were
-created now, in the namespace selection of the shipped webhooks. Each Pod
-gets one class: current, stale, missing, conflict, spoofed, opted-out or
-not-selected, with a cause and a detail; --workloads aggregates them per
-Deployment, StatefulSet, DaemonSet, CronJob, Job or bare Pod.
+configuration graft runs with in the cluster, as if the Pod were created
+now, in the namespace selection of the shipped webhooks. That
+configuration is what graft's Deployment (--graft-namespace,
+--graft-deployment) mounts where graft serve's --config and
+--templates-dir point, read from those ConfigMaps; --config and
+--templates-dir name files instead. A line on stderr says which was used.
+
+Each Pod gets one class: current, stale, missing, conflict, spoofed,
+opted-out or not-selected, with a cause and a detail; --workloads
+aggregates them per Deployment, StatefulSet, DaemonSet, CronJob, Job or
+bare Pod.
 
 As kubectl does, audit reads one namespace: -n NAMESPACE, else the
 kubeconfig context's namespace (in a cluster, the Pod's own), else
@@ -64,13 +69,14 @@ Exit codes: 0 done; 1 an error; 3 a Pod is in a class --fail-on lists.`,
 	}
 	fl := cmd.Flags()
 	f.cluster.register(cmd)
+	f.cluster.registerGraft(cmd)
 	fl.StringVarP(&f.namespace, "namespace", "n", "", "namespace to audit (default: the kubeconfig context's)")
 	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "audit every namespace")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table, json or prometheus")
 	fl.BoolVar(&f.workloads, "workloads", false, "one line per workload instead of per Pod (table output)")
 	fl.StringVar(&f.failOn, "fail-on", "", "exit with code 3 when a Pod is in one of these classes: comma-separated, e.g. stale,missing,spoofed")
 	fl.Int64Var(&f.chunkSize, "chunk-size", 500, "objects per LIST page")
-	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve")
+	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve (default: the one graft's Deployment mounts)")
 	fl.StringVar(&f.templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
 	f.registerServe(fl)
 	return cmd
@@ -105,7 +111,7 @@ func runAudit(cmd *cobra.Command, f *auditFlags) error {
 	if err != nil {
 		return fmt.Errorf("--fail-on: %w", err)
 	}
-	engine, err := offline.NewEngine(f.config, f.templatesDir, "", "")
+	engine, source, err := fileEngine(f.config, f.templatesDir)
 	if err != nil {
 		return err
 	}
@@ -113,6 +119,12 @@ func runAudit(cmd *cobra.Command, f *auditFlags) error {
 	if err != nil {
 		return err
 	}
+	if engine == nil {
+		if engine, source, err = f.cluster.liveEngine(commandContext(cmd), cluster, "", ""); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(cmd.ErrOrStderr(), "graft: configuration:", source)
 	scope := auditScope(cluster, f.allNamespaces)
 	// The Pods stream out as they are classified: a fleet's report is
 	// never held whole.

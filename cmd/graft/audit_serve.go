@@ -14,7 +14,6 @@ import (
 
 	"github.com/graftdev/graft/audit"
 	"github.com/graftdev/graft/internal/live"
-	"github.com/graftdev/graft/internal/offline"
 )
 
 // defaultAuditInterval is how often `graft audit --serve` audits: often
@@ -30,8 +29,9 @@ func (f *auditFlags) registerServe(fl *pflag.FlagSet) {
 
 // runAuditServe is `graft audit --serve`: the Prometheus exporter of the
 // audit, for the audit alerts and dashboard panels. It rereads the
-// configuration and templates before each run, so it follows the
-// ConfigMaps graft itself reloads.
+// configuration and templates (files, or the ConfigMaps graft's
+// Deployment mounts) before each run, so it follows the ConfigMaps graft
+// itself reloads.
 func runAuditServe(cmd *cobra.Command, f *auditFlags) error {
 	if cmd.Flags().Changed("output") && f.output != "prometheus" {
 		return errors.New("--serve serves -o prometheus; give no other -o")
@@ -48,8 +48,10 @@ func runAuditServe(cmd *cobra.Command, f *auditFlags) error {
 	if f.chunkSize < 1 {
 		return fmt.Errorf("--chunk-size %d: want at least 1", f.chunkSize)
 	}
-	// Fail at start on a configuration that would fail every run.
-	if _, err := offline.NewEngine(f.config, f.templatesDir, "", ""); err != nil {
+	// Fail at start on files that would fail every run. The cluster's
+	// configuration is read at each run, whose errors the exporter
+	// reports and counts.
+	if _, _, err := fileEngine(f.config, f.templatesDir); err != nil {
 		return err
 	}
 	cluster, err := live.Connect(f.cluster.config(f.namespace))
@@ -57,13 +59,18 @@ func runAuditServe(cmd *cobra.Command, f *auditFlags) error {
 		return err
 	}
 	scope := auditScope(cluster, f.allNamespaces)
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(commandContext(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	var source string // the last run's, said again when it changes
 	e := &audit.Exporter{Interval: f.interval, Log: cmd.ErrOrStderr(), Now: time.Now,
 		Run: func(ctx context.Context, out audit.Writer, start time.Time) (*audit.Report, error) {
-			engine, err := offline.NewEngine(f.config, f.templatesDir, "", "")
+			engine, now, err := f.cluster.liveEngine(ctx, cluster, f.config, f.templatesDir)
 			if err != nil {
 				return nil, err
+			}
+			if now != source {
+				source = now
+				fmt.Fprintln(cmd.ErrOrStderr(), "graft: configuration:", source)
 			}
 			return cluster.Audit(ctx, audit.New(engine), scope, f.chunkSize, out, start)
 		}}

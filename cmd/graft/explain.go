@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/graftdev/graft/audit"
 	"github.com/graftdev/graft/internal/live"
 	"github.com/graftdev/graft/internal/offline"
 )
@@ -29,9 +30,15 @@ JSON object per Pod, for machines.
 With KIND/NAME (pod, deploy, sts, ds, rs, job, cronjob, as kubectl
 spells them) instead of files, explain reads the object and its
 Namespace from the cluster (--kubeconfig; -n, else the kubeconfig
-context's namespace, as kubectl chooses) and explains the Pod, or
-the Pod the workload would create now, with the namespace's labels; for
-a Pod it adds what graft audit says of it.`,
+context's namespace, as kubectl chooses) and explains the Pod, or the
+Pod the workload would create now, with the namespace's labels, and a
+patch with the object's paths (spec.template.spec... for a workload).
+For a Pod it adds what graft audit says of it; for a workload, graft
+audit's class of each of its Pods, naming those that differ from what
+graft would inject now (stale, missing, conflict, spoofed). It judges
+by the configuration graft's Deployment mounts, as graft audit does
+(--config and --templates-dir name files instead), and says which on
+stderr.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -53,8 +60,13 @@ a Pod it adds what graft audit says of it.`,
 	}
 	f.register(cmd, "text", "json")
 	cf.register(cmd)
+	cf.registerGraft(cmd)
 	return cmd
 }
+
+// workloadPodsChunk is how many Pods a LIST page of a workload's Pods
+// holds, as graft audit's default --chunk-size.
+const workloadPodsChunk = 500
 
 // explainLive explains a Pod, or a workload's Pod template, read from the
 // cluster with its Namespace: the webhook's decision for it as if created
@@ -68,7 +80,7 @@ func explainLive(cmd *cobra.Command, f *offlineFlags, cf *clusterFlags, kind, na
 	if err := checkFormat(f.output, f.formats...); err != nil {
 		return err
 	}
-	engine, err := offline.NewEngine(f.config, f.templatesDir, "", "")
+	engine, source, err := fileEngine(f.config, f.templatesDir)
 	if err != nil {
 		return err
 	}
@@ -76,14 +88,30 @@ func explainLive(cmd *cobra.Command, f *offlineFlags, cf *clusterFlags, kind, na
 	if err != nil {
 		return err
 	}
-	ns, pod, err := cluster.ReadPod(commandContext(cmd), kind, name)
+	ctx := commandContext(cmd)
+	if engine == nil {
+		if engine, source, err = cf.liveEngine(ctx, cluster, "", ""); err != nil {
+			return err
+		}
+	}
+	if !f.quiet {
+		fmt.Fprintln(cmd.ErrOrStderr(), "graft: configuration:", source)
+	}
+	ns, pod, err := cluster.ReadPod(ctx, kind, name)
 	if err != nil {
 		return err
 	}
-	out, err := offline.ExplainFromCluster(engine, ns, pod, strings.ToLower(kind)+"/"+name, kind == "Pod")
+	obj := offline.LiveObject{Ref: strings.ToLower(kind) + "/" + name, Template: live.TemplatePointer(kind)}
+	if kind != "Pod" {
+		obj.Pods = func(each func(audit.Pod) error) error {
+			return cluster.WorkloadPods(ctx, kind, name, workloadPodsChunk, each)
+		}
+	}
+	out, err := offline.ExplainFromCluster(engine, ns, pod, obj)
 	if err != nil {
 		return err
 	}
+	out.Configuration = source
 	var buf bytes.Buffer
 	if err := offline.WriteExplanation(&buf, out, f.output == "json"); err != nil {
 		return err

@@ -10,8 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/live"
 	"github.com/graftdev/graft/internal/manifest"
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/internal/offline"
 )
 
@@ -143,6 +145,7 @@ type clusterFlags struct {
 	kubeconfig string
 	context    string
 	timeout    time.Duration
+	graft      live.Install
 }
 
 func (f *clusterFlags) register(cmd *cobra.Command) {
@@ -150,6 +153,51 @@ func (f *clusterFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
 	fl.StringVar(&f.context, "context", "", "kubeconfig context (default: the current one)")
 	fl.DurationVar(&f.timeout, "request-timeout", 30*time.Second, "timeout of each request to the API server")
+}
+
+// registerGraft adds the flags that find graft's Deployment, for the
+// commands that judge by its configuration (liveEngine).
+func (f *clusterFlags) registerGraft(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.graft.Namespace, "graft-namespace", names.SystemNamespace, "namespace of graft's Deployment, whose mounted configuration is used without --config")
+	fl.StringVar(&f.graft.Deployment, "graft-deployment", "", "graft's Deployment (default: the one labelled "+names.AppNameLabel+"="+names.AppName+" in --graft-namespace)")
+}
+
+// liveEngine is the engine the live commands judge Pods by, and what to
+// call its configuration: with --config or --templates-dir those files
+// (fileEngine), else what graft's Deployment in the cluster mounts, as
+// graft serve runs it there.
+func (f *clusterFlags) liveEngine(ctx context.Context, cluster *live.Cluster, configFile, templatesDir string) (*inject.Revisions, string, error) {
+	if engine, source, err := fileEngine(configFile, templatesDir); engine != nil || err != nil {
+		return engine, source, err
+	}
+	gc, err := cluster.GraftConfig(ctx, f.graft)
+	if err != nil {
+		return nil, "", fmt.Errorf("graft's configuration in the cluster (--config FILE to use a file instead): %w", err)
+	}
+	engine, err := offline.NewEngineFrom(gc.File, gc.TemplatesDir, gc.Templates, "", "")
+	if err != nil {
+		return nil, "", fmt.Errorf("graft's configuration in the cluster, %s: %w", gc.Source, err)
+	}
+	return engine, gc.Source, nil
+}
+
+// fileEngine is the engine of --config and --templates-dir, and what to
+// call them; nil when neither is given. The live commands build it
+// before reaching for a cluster, so a bad file is reported first.
+func fileEngine(configFile, templatesDir string) (*inject.Revisions, string, error) {
+	if configFile == "" && templatesDir == "" {
+		return nil, "", nil
+	}
+	engine, err := offline.NewEngine(configFile, templatesDir, "", "")
+	source := "built-in"
+	if configFile != "" {
+		source = "file " + configFile
+	}
+	if templatesDir != "" {
+		source += " with the templates of " + templatesDir
+	}
+	return engine, source, err
 }
 
 // config is how to reach the cluster, working in namespace ("": the

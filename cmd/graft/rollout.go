@@ -13,7 +13,6 @@ import (
 
 	"github.com/graftdev/graft/audit"
 	"github.com/graftdev/graft/internal/live"
-	"github.com/graftdev/graft/internal/offline"
 	"github.com/graftdev/graft/rollout"
 )
 
@@ -56,7 +55,9 @@ stale, or missing graft because it did not answer or the namespace was
 labelled later, a restart as kubectl rollout restart does (the pod
 template annotation kubectl.kubernetes.io/restartedAt). Pods of Jobs and
 CronJobs, bare Pods, ReplicaSets without a Deployment and Pods a restart
-would not inject are reported, never deleted.
+would not inject are reported, never deleted. Like graft audit, it judges
+by the configuration graft's Deployment mounts (--config and
+--templates-dir name files instead) and says which on stderr.
 
 By default it only plans (--dry-run). --apply acts: at most
 --max-concurrent owners at a time, each restarted only if no
@@ -86,6 +87,7 @@ aside); 1 an error; 4 a rollout failed or timed out and the run stopped;
 	}
 	fl := cmd.Flags()
 	f.cluster.register(cmd)
+	f.cluster.registerGraft(cmd)
 	fl.StringVarP(&f.namespace, "namespace", "n", "", "roll out this namespace only")
 	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "roll out every namespace (the default)")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
@@ -96,7 +98,7 @@ aside); 1 an error; 4 a rollout failed or timed out and the run stopped;
 	fl.IntVar(&f.maxConcurrent, "max-concurrent", 1, "owners rolled out at once")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long each owner's rollout may take")
 	fl.Int64Var(&f.chunkSize, "chunk-size", 500, "objects per LIST page")
-	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve")
+	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve (default: the one graft's Deployment mounts)")
 	fl.StringVar(&f.templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
 	return cmd
 }
@@ -127,7 +129,7 @@ func runRollout(cmd *cobra.Command, f *rolloutFlags) error {
 			return fmt.Errorf("--classes %s: rollout acts on stale and missing Pods only", c)
 		}
 	}
-	engine, err := offline.NewEngine(f.config, f.templatesDir, "", "")
+	engine, source, err := fileEngine(f.config, f.templatesDir)
 	if err != nil {
 		return err
 	}
@@ -136,6 +138,12 @@ func runRollout(cmd *cobra.Command, f *rolloutFlags) error {
 		return err
 	}
 	ctx := commandContext(cmd)
+	if engine == nil {
+		if engine, source, err = f.cluster.liveEngine(ctx, cluster, "", ""); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(cmd.ErrOrStderr(), "graft: configuration:", source)
 	start := time.Now()
 	planner := rollout.NewPlanner(classes)
 	var upgrader *rollout.Upgrader

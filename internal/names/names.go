@@ -74,6 +74,21 @@ const (
 	// restart` sets to the time of the restart; graft rollout and the
 	// watchdog restart owners the same way.
 	RestartedAt = "kubectl.kubernetes.io/restartedAt"
+	// AppNameLabel is Kubernetes' recommended label for an application's
+	// name: deploy/ puts AppName on graft's Deployment, and the live
+	// commands find graft's Deployment by it.
+	AppNameLabel = "app.kubernetes.io/name"
+	// AppInstanceLabel is the recommended label for one install of an
+	// application (a Helm release's name).
+	AppInstanceLabel = "app.kubernetes.io/instance"
+)
+
+// What deploy/ calls graft and where it installs it.
+const (
+	// AppName is graft's app.kubernetes.io/name.
+	AppName = "graft"
+	// SystemNamespace is the namespace deploy/ installs graft in.
+	SystemNamespace = "graft-system"
 )
 
 // Kind says what a name is put on and how.

@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,7 +43,8 @@ type verdict struct {
 	sel       selection
 	decision  inject.Decision
 	reason    inject.Reason
-	templates []string
+	templates []string           // injected
+	kept      []inject.Kept      // left out under onConflict: keep
 	warnings  []string           // the webhook's
 	ops       []manifest.PatchOp // the patch, on the document
 }
@@ -53,11 +55,24 @@ func (v verdict) summary() string {
 	case v.sel.profile == "":
 		return "not selected (" + v.sel.why + ")"
 	case v.decision == inject.DecisionInject:
-		return "injected " + strings.Join(v.templates, ", ")
+		return "injected " + cmp.Or(strings.Join(v.templates, ", "), "nothing") + keptText(v.kept)
 	case v.decision == inject.DecisionSkip:
-		return "skipped " + v.reason.String()
+		return "skipped " + v.reason.String() + keptText(v.kept)
 	}
 	return "not injected (" + v.decision.String() + ": " + v.reason.String() + ")"
+}
+
+// keptText names the templates left out under onConflict: keep, whose
+// reasons the webhook's warnings give.
+func keptText(kept []inject.Kept) string {
+	if len(kept) == 0 {
+		return ""
+	}
+	names := make([]string, len(kept))
+	for i, k := range kept {
+		names[i] = k.Template
+	}
+	return "; kept out " + strings.Join(names, ", ") + " (onConflict: keep)"
 }
 
 // review wraps pod into the AdmissionReview the API server would send.
@@ -172,7 +187,7 @@ func (a *admitter) admit(spot manifest.PodSpot) (verdict, error) {
 	if err != nil {
 		return v, err
 	}
-	v.decision, v.reason, v.templates = res.Decision, res.Reason, slices.Clone(res.Templates)
+	v.decision, v.reason, v.templates, v.kept = res.Decision, res.Reason, slices.Clone(res.Templates), res.Kept
 	resp, err := decodeResponse(out)
 	if err != nil {
 		return v, err

@@ -55,12 +55,19 @@ func NewEngine(configFile, templatesDir, profile, revision string) (*inject.Revi
 	if err != nil {
 		return nil, err
 	}
+	return NewEngineFrom(f, templatesDir, config.Templates, profile, revision)
+}
+
+// NewEngineFrom is NewEngine for a configuration read elsewhere (from
+// the cluster, by the live commands), whose template directories load
+// reads.
+func NewEngineFrom(f config.File, templatesDir string, load config.TemplatesLoader, profile, revision string) (*inject.Revisions, error) {
 	if profile != "" {
 		if _, ok := f.Profiles[profile]; !ok {
 			return nil, fmt.Errorf("%w %q (configured: %s)", inject.ErrUnknownProfile, profile, profileNames(f.Config))
 		}
 	}
-	rc, err := f.RevisionsConfig(cmp.Or(templatesDir, f.Server.TemplatesDir))
+	rc, err := f.RevisionsConfigWith(cmp.Or(templatesDir, f.Server.TemplatesDir), load)
 	if err != nil {
 		return nil, err
 	}

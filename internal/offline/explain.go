@@ -19,21 +19,29 @@ type Explanation struct {
 	Namespace string `json:"namespace"`
 	// Label is the namespace's graft.dev/inject value; LabelFrom says
 	// where the namespace's labels came from (see selection).
-	Label     string             `json:"label"`
-	LabelFrom string             `json:"labelFrom"`
-	Decision  string             `json:"decision"`
-	Reason    string             `json:"reason"`
-	Profile   string             `json:"profile"`
-	Revision  string             `json:"revision"`
-	Tag       string             `json:"tag,omitempty"`
-	Templates []string           `json:"templates"`
-	Params    []ExplainedParam   `json:"params"`
-	Warnings  []string           `json:"warnings"`
-	Message   string             `json:"message,omitempty"`
-	Patch     []manifest.PatchOp `json:"patch"`
+	Label     string   `json:"label"`
+	LabelFrom string   `json:"labelFrom"`
+	Decision  string   `json:"decision"`
+	Reason    string   `json:"reason"`
+	Profile   string   `json:"profile"`
+	Revision  string   `json:"revision"`
+	Tag       string   `json:"tag,omitempty"`
+	Templates []string `json:"templates"`
+	// Kept are the templates left out under onConflict: keep, and why.
+	Kept     []ExplainedKept    `json:"kept,omitempty"`
+	Params   []ExplainedParam   `json:"params"`
+	Warnings []string           `json:"warnings"`
+	Message  string             `json:"message,omitempty"`
+	Patch    []manifest.PatchOp `json:"patch"`
 	// Audit is a live Pod's audit class (graft explain pod/NAME).
-	Audit    *ExplainedAudit `json:"audit,omitempty"`
-	excluded bool            // the namespace is never injected
+	Audit *ExplainedAudit `json:"audit,omitempty"`
+	// Pods are a live workload's Pods and their audit classes (graft
+	// explain deploy/NAME).
+	Pods []ExplainedPod `json:"pods,omitempty"`
+	// Configuration says which configuration judged a Pod read from the
+	// cluster: a file, or the ConfigMaps graft's Deployment mounts.
+	Configuration string `json:"configuration,omitempty"`
+	excluded      bool   // the namespace is never injected
 }
 
 // ExplainedAudit is what graft audit says of a live Pod.
@@ -42,6 +50,20 @@ type ExplainedAudit struct {
 	Cause    string `json:"cause,omitempty"`
 	Revision string `json:"revision,omitempty"`
 	Detail   string `json:"detail,omitempty"`
+}
+
+// ExplainedPod is one of a workload's Pods and what graft audit says of
+// it.
+type ExplainedPod struct {
+	Name string `json:"name"`
+	ExplainedAudit
+}
+
+// ExplainedKept is a template left out under onConflict: keep, and why
+// (what the webhook's warning says).
+type ExplainedKept struct {
+	Template string `json:"template"`
+	Why      string `json:"why"`
 }
 
 // ExplainedParam is a template parameter's value and where it came from.
@@ -137,26 +159,57 @@ func (a *admitter) explain(d *manifest.Document, spot manifest.PodSpot, rep *rep
 	return out, nil
 }
 
-// ExplainFromCluster explains pod, read from the cluster as object
-// ("deployment/web"; for a workload, the Pod it would create now), in
-// its namespace ns, with the namespace's labels: the webhook's decision
-// for it as if created now, and, with classify (a Pod that exists), its
-// audit class.
-func ExplainFromCluster(engine audit.Engine, ns audit.Namespace, pod audit.Pod, object string, classify bool) (*Explanation, error) {
+// LiveObject is an object graft explain KIND/NAME read from the cluster.
+type LiveObject struct {
+	// Ref is the object as explain names it: "deployment/web".
+	Ref string
+	// Template is the JSON pointer of the Pod template in the object,
+	// which the patch's paths start with; "" for a Pod, which gets its
+	// own audit class.
+	Template string
+	// Pods hands a workload's Pods, as they run, to each; nil for a Pod.
+	Pods func(each func(audit.Pod) error) error
+}
+
+// ExplainFromCluster explains pod, read from the cluster as obj (for a
+// workload, the Pod it would create now), in its namespace ns, with the
+// namespace's labels: the webhook's decision for it as if created now,
+// and the audit class of the Pod, or of each of the workload's Pods.
+func ExplainFromCluster(engine audit.Engine, ns audit.Namespace, pod audit.Pod, obj LiveObject) (*Explanation, error) {
 	auditor := audit.New(engine)
 	out, err := explainPod(engine, auditor, ns, pod)
 	if err != nil {
 		return nil, err
 	}
-	out.Source, out.Object = fromCluster, object
-	if classify {
+	out.Source, out.Object = fromCluster, obj.Ref
+	for i := range out.Patch {
+		out.Patch[i].Path = obj.Template + out.Patch[i].Path
+		if out.Patch[i].From != "" {
+			out.Patch[i].From = obj.Template + out.Patch[i].From
+		}
+	}
+	if obj.Pods == nil {
 		v, err := auditor.Classify(ns, pod)
 		if err != nil {
 			return nil, err
 		}
-		out.Audit = &ExplainedAudit{Class: string(v.Class), Cause: v.Cause, Revision: v.Revision, Detail: v.Detail}
+		out.Audit = explainedAudit(v)
+		return out, nil
 	}
-	return out, nil
+	out.Pods = []ExplainedPod{}
+	err = obj.Pods(func(p audit.Pod) error {
+		v, err := auditor.Classify(ns, p)
+		if err != nil {
+			return fmt.Errorf("pod %s: %w", p.Name, err)
+		}
+		out.Pods = append(out.Pods, ExplainedPod{Name: p.Name, ExplainedAudit: *explainedAudit(v)})
+		return nil
+	})
+	return out, err
+}
+
+func explainedAudit(v audit.Verdict) *ExplainedAudit {
+	return &ExplainedAudit{Class: string(v.Class), Cause: v.Cause, Revision: v.Revision, Detail: v.Detail}
 }
 
 // explainPod runs pod through the engine as the webhook its namespace
@@ -190,6 +243,9 @@ func (out *Explanation) fill(ex *inject.Explanation) {
 	out.Profile, out.Message = ex.Profile, ex.Message
 	out.Revision, out.Tag = ex.Result.Revision, ex.Selection.Tag
 	out.Templates = append(out.Templates, ex.Templates...)
+	for _, k := range ex.Result.Kept {
+		out.Kept = append(out.Kept, ExplainedKept{Template: k.Template, Why: k.Why})
+	}
 	out.Warnings = append(out.Warnings, ex.Warnings...)
 	for _, p := range ex.Params {
 		out.Params = append(out.Params, ExplainedParam{Template: p.Template, Param: p.Param, Value: p.Value, Source: p.Source})

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/graftdev/graft/audit"
 	"github.com/graftdev/graft/internal/manifest"
 	"github.com/graftdev/graft/internal/names"
 )
@@ -46,19 +47,19 @@ func writeExplanationText(w io.Writer, ex *Explanation) error {
 		fmt.Fprintf(tw, "  tag:\t%s\n", orNone(ex.Tag))
 	}
 	fmt.Fprintf(tw, "  templates:\t%s\n", orNone(strings.Join(ex.Templates, ", ")))
+	for _, k := range ex.Kept {
+		fmt.Fprintf(tw, "  kept out:\t%s: %s (onConflict: keep)\n", k.Template, k.Why)
+	}
 	if a := ex.Audit; a != nil {
-		class := a.Class
-		if a.Cause != "" {
-			class += " (" + a.Cause + ")"
-		}
-		if a.Detail != "" {
-			class += ": " + a.Detail
-		}
-		fmt.Fprintf(tw, "  audit:\t%s\n", class)
+		fmt.Fprintf(tw, "  audit:\t%s\n", a.text())
+	}
+	if ex.Pods != nil {
+		fmt.Fprintf(tw, "  pods:\t%s\n", podCounts(ex.Pods))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	writeDiffering(w, ex.Pods)
 	if len(ex.Params) == 0 {
 		fmt.Fprintln(w, "  parameters: none")
 	} else {
@@ -116,4 +117,59 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+func (a *ExplainedAudit) text() string {
+	class := a.Class
+	if a.Cause != "" {
+		class += " (" + a.Cause + ")"
+	}
+	if a.Detail != "" {
+		class += ": " + a.Detail
+	}
+	return class
+}
+
+// podCounts is how many of a workload's Pods are in each audit class.
+func podCounts(pods []ExplainedPod) string {
+	if len(pods) == 0 {
+		return "none"
+	}
+	n := map[string]int{}
+	for _, p := range pods {
+		n[p.Class]++
+	}
+	var parts []string
+	for _, c := range audit.Classes() {
+		if n[string(c)] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", c, n[string(c)]))
+		}
+	}
+	return fmt.Sprintf("%d (%s)", len(pods), strings.Join(parts, ", "))
+}
+
+// maxDiffering bounds the Pods the text lists as differing from what
+// graft would make of them; -o json lists every Pod.
+const maxDiffering = 20
+
+// writeDiffering lists the workload's Pods that differ from what graft
+// would make of them now, with their audit class.
+func writeDiffering(w io.Writer, pods []ExplainedPod) {
+	var differ []ExplainedPod
+	for _, p := range pods {
+		if audit.Class(p.Class).Differs() {
+			differ = append(differ, p)
+		}
+	}
+	if len(differ) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  pods that differ from what graft would inject now:\n")
+	for i, p := range differ {
+		if i == maxDiffering {
+			fmt.Fprintf(w, "    ... and %d more (-o json lists every Pod)\n", len(differ)-maxDiffering)
+			break
+		}
+		fmt.Fprintf(w, "    - %s: %s\n", p.Name, p.text())
+	}
 }
