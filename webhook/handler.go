@@ -19,6 +19,7 @@ var (
 	routeHealthz = []byte("/healthz")
 	routeReadyz  = []byte("/readyz")
 	routeMetrics = []byte("/metrics")
+	routeVersion = []byte("/version")
 	jsonType     = []byte("application/json")
 )
 
@@ -28,6 +29,12 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	path := ctx.Path()
 	if bytes.Equal(path, routeMetrics) && !s.metricsOnWebhookPort {
 		ctx.Error("not found: /metrics is served on the admin port", fasthttp.StatusNotFound)
+		return
+	}
+	if bytes.Equal(path, routeVersion) {
+		// Which build serves is for operators, not for every client that
+		// can reach the webhook port.
+		ctx.Error("not found: /version is served on the admin port", fasthttp.StatusNotFound)
 		return
 	}
 	if rest, ok := bytes.CutPrefix(path, routeInject); ok {
@@ -88,8 +95,8 @@ func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx) {
 	}
 }
 
-// handleAdmin serves /healthz, /readyz and /metrics (the admin port's only
-// routes).
+// handleAdmin serves /healthz, /readyz, /metrics and /version (the admin
+// port's only routes).
 func (s *Server) handleAdmin(ctx *fasthttp.RequestCtx) {
 	path := ctx.Path()
 	var h fasthttp.RequestHandler
@@ -100,6 +107,8 @@ func (s *Server) handleAdmin(ctx *fasthttp.RequestCtx) {
 		h = s.readyz
 	case bytes.Equal(path, routeMetrics):
 		h = s.metricsHandler
+	case bytes.Equal(path, routeVersion):
+		h = s.version
 	default:
 		ctx.Error("not found", fasthttp.StatusNotFound)
 		return
@@ -113,6 +122,15 @@ func (s *Server) handleAdmin(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) healthz(ctx *fasthttp.RequestCtx) { ctx.SetBodyString("ok\n") }
+
+func (s *Server) version(ctx *fasthttp.RequestCtx) {
+	v := s.opts.Version
+	if v == "" {
+		v = "unknown\n"
+	}
+	ctx.SetContentType("text/plain; charset=utf-8")
+	ctx.SetBodyString(v)
+}
 
 func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 	if why := s.notReady(); why != "" {

@@ -34,6 +34,10 @@ type Options struct {
 	Level  *zap.AtomicLevel
 	// Registry receives every metric; required. Never the global one.
 	Registry *prometheus.Registry
+	// Version is what the admin port's /version answers: the build's
+	// version, commit and toolchain, as `graft version` prints them, so
+	// `graft version --server` can say which graft a cluster runs.
+	Version string
 	// Clock is the engine's and the server's clock for deadlines and
 	// durations; nil: time.Now. Tests drive budgets with it.
 	Clock func() time.Time

@@ -106,7 +106,11 @@ const probeExample = `  # Check a running graft answers as the API server expect
   # A local graft, with a shorter timeout
   graft probe https://127.0.0.1:8443/inject --ca-file certs/ca.crt --timeout 3s`
 
-const versionExample = `  graft version`
+const versionExample = `  graft version
+
+  # Also the version of the graft a cluster runs, through its admin port
+  # (with kubectl -n graft-system port-forward deploy/graft 8080 running)
+  graft version --server http://localhost:8080`
 
 const rolloutExample = `  # The plan: which workloads run a stale sidecar or lack one (changes nothing)
   graft rollout -n shop

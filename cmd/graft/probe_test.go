@@ -22,6 +22,18 @@ import (
 // directory as ca.crt; it returns the port and that directory.
 func startWebhook(t *testing.T, dnsNames ...string) (port, certs string) {
 	t.Helper()
+	srv, certs := startServer(t, webhook.Options{}, dnsNames...)
+	_, port, err := net.SplitHostPort(srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port, certs
+}
+
+// startServer is startWebhook with opts (its Override, Logger and
+// Registry set here) and the running server returned.
+func startServer(t *testing.T, opts webhook.Options, dnsNames ...string) (srv *webhook.Server, certs string) {
+	t.Helper()
 	b, err := certgen.Generate(certgen.Options{DNSNames: dnsNames})
 	if err != nil {
 		t.Fatal(err)
@@ -30,15 +42,13 @@ func startWebhook(t *testing.T, dnsNames ...string) (port, certs string) {
 	if err := b.Write(certs); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := webhook.New(webhook.Options{
-		Override: func(s *config.Server) {
-			s.Addr, s.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
-			s.TLSCert, s.TLSKey = filepath.Join(certs, certgen.CertFile), filepath.Join(certs, certgen.KeyFile)
-			s.DrainDelay, s.ShutdownGrace = config.Duration{Duration: time.Millisecond}, config.Duration{Duration: time.Second}
-		},
-		Logger:   zap.NewNop(),
-		Registry: prometheus.NewRegistry(),
-	})
+	opts.Override = func(s *config.Server) {
+		s.Addr, s.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
+		s.TLSCert, s.TLSKey = filepath.Join(certs, certgen.CertFile), filepath.Join(certs, certgen.KeyFile)
+		s.DrainDelay, s.ShutdownGrace = config.Duration{Duration: time.Millisecond}, config.Duration{Duration: time.Second}
+	}
+	opts.Logger, opts.Registry = zap.NewNop(), prometheus.NewRegistry()
+	srv, err = webhook.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,11 +61,7 @@ func startWebhook(t *testing.T, dnsNames ...string) (port, certs string) {
 			t.Errorf("webhook server: %v", err)
 		}
 	})
-	_, port, err = net.SplitHostPort(srv.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return port, certs
+	return srv, certs
 }
 
 // TestProbe: graft probe passes against graft's real server reached by a

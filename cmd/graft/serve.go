@@ -78,6 +78,7 @@ delay at once.`,
 				Logger:     log,
 				Level:      &atomicLevel,
 				Registry:   reg,
+				Version:    buildInfo().String(),
 			})
 			if err != nil {
 				return err
