@@ -279,7 +279,8 @@ func TestAuditReportsNamespacesSelectingNoWebhook(t *testing.T) {
 	typo := newNamespace(t, "e2e-audit-rev-typo", map[string]string{names.Inject: meshProfile, names.Revision: "defualt"})
 	unknown := newNamespace(t, "e2e-audit-profile-typo", map[string]string{names.Inject: "mesh-prxy"})
 	kubeconfig := writeKubeconfig(t)
-	out, _ := runAudit(t, kubeconfig, "-o", "json")
+	// -A: without it graft audit, as kubectl, covers the context's namespace.
+	out, _ := runAudit(t, kubeconfig, "-A", "-o", "json")
 	var rep struct {
 		Namespaces []struct {
 			Name, Inject, Revision, Reason, Detail string
