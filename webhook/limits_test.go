@@ -306,9 +306,12 @@ func isReset(err error) bool { return err != nil && strings.Contains(err.Error()
 // after its handshake after firstRequestTimeout; one that has served a
 // request waits idleTimeout for the next.
 func TestSilentConnections(t *testing.T) {
+	// Timeouts of seconds, not the shipped ones: a handshake under -race
+	// on a busy machine took longer than 300 ms and was cut before the
+	// test could start.
 	ts := startServer(t, serverSetup{override: func(s *config.Server) {
-		s.HandshakeTimeout = config.Duration{Duration: 300 * time.Millisecond}
-		s.FirstRequestTimeout = config.Duration{Duration: 600 * time.Millisecond}
+		s.HandshakeTimeout = config.Duration{Duration: 1500 * time.Millisecond}
+		s.FirstRequestTimeout = config.Duration{Duration: 3 * time.Second}
 		s.IdleTimeout = config.Duration{Duration: time.Minute}
 	}})
 	addr := ts.Addr().String()
@@ -340,10 +343,10 @@ func TestSilentConnections(t *testing.T) {
 	silent := dialTLS(t, addr, "127.0.0.1")
 	silentStart := time.Now()
 	wg.Add(2)
-	go closedAfter("no handshake", tcp, tcpStart, 300*time.Millisecond, 10*time.Second)
+	go closedAfter("no handshake", tcp, tcpStart, 1500*time.Millisecond, 15*time.Second)
 	// The server's wait starts after its side of the handshake, before
 	// the client's ends.
-	go closedAfter("no request after the handshake", silent, silentStart, 500*time.Millisecond, 10*time.Second)
+	go closedAfter("no request after the handshake", silent, silentStart, 2500*time.Millisecond, 15*time.Second)
 
 	used := dialTLS(t, addr, "127.0.0.1")
 	if status, _, _ := exchange(t, used, rawReview(corpus.Review(corpus.Small)), 10*time.Second); status != http.StatusOK {

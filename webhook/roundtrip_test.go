@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/graftdev/graft/bench/corpus"
+	"github.com/graftdev/graft/config"
 )
 
 // reviewReply is the part of an AdmissionReview response both v1 and
@@ -55,7 +57,10 @@ type reviewRequest struct {
 // own version with the request's uid and a JSONPatch that applies to the
 // object sent and yields a Pod with the sidecar.
 func TestRoundTrip(t *testing.T) {
-	ts := startServer(t, serverSetup{})
+	// A budget of seconds: this checks the answer's shape, and the large
+	// Pod under -race on a busy machine can take more than the default
+	// 200 ms (then graft fails open, correctly, without a patch).
+	ts := startServer(t, serverSetup{override: func(s *config.Server) { s.Budget = config.Duration{Duration: 5 * time.Second} }})
 	for _, name := range []string{corpus.Small, corpus.V1beta1, corpus.Large, corpus.Prepend} {
 		t.Run(name, func(t *testing.T) {
 			body := corpus.Review(name)

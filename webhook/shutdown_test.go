@@ -78,7 +78,9 @@ func TestShutdownDrains(t *testing.T) {
 // the test cannot join.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	// A minute: only a failing wait takes it, and 200 workers' first
+	// answers under -race on a busy 2-core machine took more than 20 s.
+	deadline := time.Now().Add(time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
