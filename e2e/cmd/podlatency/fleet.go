@@ -303,6 +303,11 @@ func setupServed(ctx context.Context, b *bench, manifests string, labels map[str
 			return v, nil, fmt.Errorf("%s: no MutatingWebhookConfiguration", manifests)
 		}
 		shipped.Webhook = own.Webhook
+		// The example's own guarantee: it knows the example's revisions
+		// and tags, which deploy/base's does not.
+		if own.Policy != nil && own.Binding != nil {
+			shipped.Policy, shipped.Binding = own.Policy, own.Binding
+		}
 	}
 	served, err := b.c.ServeGraft(ctx, &shipped, []string{"graft-a", "graft-b"},
 		"--config="+filepath.Join(manifests, "config.yaml"),
