@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -18,36 +19,11 @@ import (
 	"github.com/graftdev/graft/internal/names"
 )
 
-// liveTemplate is a template only the cluster's graft-templates
-// ConfigMap holds, injected by liveProfile, a profile only the cluster's
-// graft-config holds.
-const (
-	liveProfile  = "team-agent"
-	liveTemplate = `name: team-agent
-description: The team's own agent, known only to this cluster.
-placement: first
-parameters:
-  - name: image
-    type: string
-    default: registry.invalid/team-agent:2.0.0
-    pattern: '^[a-z0-9][a-z0-9._/:@-]*$'
-    description: Container image of the agent.
-fragment: |
-  initContainers:
-    - name: graft-team-agent
-      image: {{ .image | quote }}
-      restartPolicy: Always
-      resources:
-        requests: {cpu: 10m, memory: 16Mi}
-        limits: {cpu: 10m, memory: 16Mi}
-      securityContext:
-        allowPrivilegeEscalation: false
-        readOnlyRootFilesystem: true
-        runAsNonRoot: true
-        capabilities: {drop: [ALL]}
-        seccompProfile: {type: RuntimeDefault}
-`
-)
+// liveProfile is a profile only the cluster's graft-config holds; it
+// injects internal/live/testdata/team-agent.yaml, a template only the
+// cluster's graft-templates ConfigMap holds (internal/live's tests use
+// the same file).
+const liveProfile = "team-agent"
 
 // TestLiveCommandsReadClusterConfig: graft's Deployment and ConfigMaps
 // as `kustomize build deploy/base` makes them, with a profile and a
@@ -182,7 +158,11 @@ func installShipped(t *testing.T, ns string) {
 					t.Fatal("deploy/base's config.yaml has no profiles: key")
 				}
 			} else {
-				cm.Data["team-agent.yaml"] = liveTemplate
+				tmpl, err := os.ReadFile(filepath.Join("..", "internal", "live", "testdata", "team-agent.yaml"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				cm.Data["team-agent.yaml"] = string(tmpl)
 			}
 			if _, err := env.client.CoreV1().ConfigMaps(ns).Create(t.Context(), &cm, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)

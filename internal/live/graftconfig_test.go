@@ -2,6 +2,7 @@ package live
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,30 +24,17 @@ import (
 
 // teamTemplate is a template that exists only in the cluster's
 // graft-templates ConfigMap.
-const teamTemplate = `name: team-agent
-description: The team's own agent, known only to this cluster.
-placement: first
-parameters:
-  - name: image
-    type: string
-    default: registry.invalid/team-agent:2.0.0
-    pattern: '^[a-z0-9][a-z0-9._/:@-]*$'
-    description: Container image of the agent.
-fragment: |
-  initContainers:
-    - name: graft-team-agent
-      image: {{ .image | quote }}
-      restartPolicy: Always
-      resources:
-        requests: {cpu: 10m, memory: 16Mi}
-        limits: {cpu: 10m, memory: 16Mi}
-      securityContext:
-        allowPrivilegeEscalation: false
-        readOnlyRootFilesystem: true
-        runAsNonRoot: true
-        capabilities: {drop: [ALL]}
-        seccompProfile: {type: RuntimeDefault}
-`
+var teamTemplate = readTeamTemplate()
+
+// readTeamTemplate reads testdata/team-agent.yaml, which the e2e suite's
+// live-configuration test installs too.
+func readTeamTemplate() string {
+	b, err := os.ReadFile(filepath.Join("testdata", "team-agent.yaml"))
+	if err != nil {
+		panic(fmt.Sprintf("the team-agent test template: %v", err))
+	}
+	return string(b)
+}
 
 // teamConfig is deploy/base's config.yaml with a profile of the cluster's
 // own, team-agent, injecting teamTemplate.
