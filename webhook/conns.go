@@ -143,7 +143,10 @@ func (c *serverConn) Read(p []byte) (int, error) {
 		c.raw.retireMu.Lock()
 		defer c.raw.retireMu.Unlock()
 	}
-	c.awaitFirst = false
+	if c.awaitFirst {
+		c.awaitFirst = false
+		c.raw.used.Store(true)
+	}
 	c.set.activity.Add(1)
 	_ = c.raw.Conn.SetReadDeadline(time.Now().Add(c.raw.readTimeout))
 	return n, err
@@ -194,7 +197,9 @@ type rawConn struct {
 	net.Conn
 	phase atomic.Int32
 	// idleSince is when the connection last turned idle (Unix ns).
-	idleSince   atomic.Int64
+	idleSince atomic.Int64
+	// used: a request has begun on the connection.
+	used        atomic.Bool
 	readTimeout time.Duration
 	// retireMu makes a retire's phase change and wake-up one step.
 	retireMu sync.Mutex
@@ -320,27 +325,37 @@ func (s *connSet) sweep() int {
 	return n
 }
 
-// evictIdle ends the connection from addr that has been idle longest, if
-// one has been idle at least evictMinIdle, and reports whether it did.
-// The connection's own reader ends it (see rawConn.Read): a request the
-// client sent just before is still served.
-func (s *connSet) evictIdle(addr netip.Addr) bool {
+// evictIdle ends an idle connection from an address that from accepts,
+// idle at least evictMinIdle: one that never carried a request first,
+// then the one idle longest. It reports whether it did. The connection's
+// own reader ends it (see rawConn.Read): a request the client sent just
+// before is still served.
+func (s *connSet) evictIdle(from func(netip.Addr) bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	limit := time.Now().Add(-evictMinIdle).UnixNano()
 	var victim *serverConn
 	for c := range s.m {
-		if c.addr != addr {
-			continue
-		}
 		if p := c.raw.phase.Load(); p != connIdle && p != connIdleSeen {
 			continue
 		}
-		if since := c.raw.idleSince.Load(); since <= limit && (victim == nil || since < victim.raw.idleSince.Load()) {
+		if c.raw.idleSince.Load() > limit || !from(c.addr) {
+			continue
+		}
+		if victim == nil || evictBefore(c.raw, victim.raw) {
 			victim = c
 		}
 	}
 	return victim != nil && victim.raw.evict()
+}
+
+// evictBefore orders idle connections for eviction: unused ones first,
+// then by how long they have been idle.
+func evictBefore(a, b *rawConn) bool {
+	if ua, ub := a.used.Load(), b.used.Load(); ua != ub {
+		return !ua
+	}
+	return a.idleSince.Load() < b.idleSince.Load()
 }
 
 // closeAll closes every connection's socket, for when the shutdown grace

@@ -21,13 +21,18 @@ import (
 // config.DefaultMaxConns): they stop a client that opens connections
 // without end, and the per-address bound keeps one such client from
 // taking the whole port. Clients from several addresses can together fill
-// the port; then a new connection from an address holding less than half
-// as many as the address holding the most takes the place of that
-// address's connection idle longest (at least evictMinIdle), so that an
-// API server still gets in while others hold idle connections. Otherwise,
-// or when none of that address's connections is idle, it is refused:
+// the port; then a new connection from an address holding n takes the
+// place of a connection idle a while (at least evictMinIdle) from an
+// address holding n+2 or more, so that an API server, which holds a few,
+// still gets in while others hold many. Which address's connections are
+// busy does not matter: one client holding the most in slow requests
+// cannot shield the idle ones of another. Among those, a connection that
+// has never carried a request goes first (a client opens a connection to
+// send one; the API server's pooled connections have all been used),
+// then the one idle longest. Otherwise the new connection is refused:
 // addresses holding about as many as each other do not take each other's
-// places, which would only trade one handshake for another.
+// places, which would only trade one handshake for another, and as
+// connections leave and come back the counts even out rather than churn.
 
 // evictMinIdle is how long a connection must have been idle to be
 // evicted for a new one: a connection just answered may be about to carry
@@ -67,10 +72,10 @@ func newConnLimits(maxTotal, maxPerAddr int, m *metrics, port string) *connLimit
 
 // acquire counts a connection from addr, or refuses it (false) when a
 // bound is reached. At the total bound, evict (nil: none) may end an idle
-// connection of the address holding the most to make room for an address
-// holding less than half as many; the new one is then counted at once,
+// connection from an address its argument accepts, those holding two or
+// more than addr does, to make room; the new one is then counted at once,
 // its victim when it has closed.
-func (l *connLimits) acquire(addr netip.Addr, evict func(netip.Addr) bool) bool {
+func (l *connLimits) acquire(addr netip.Addr, evict func(from func(netip.Addr) bool) bool) bool {
 	l.mu.Lock()
 	if l.maxPerAddr > 0 && l.perAddr[addr] >= l.maxPerAddr {
 		l.refusedOne.Inc()
@@ -78,10 +83,9 @@ func (l *connLimits) acquire(addr netip.Addr, evict func(netip.Addr) bool) bool 
 		return false
 	}
 	if l.maxTotal > 0 && l.total >= l.maxTotal {
-		busiest, most := l.busiest()
-		fair := l.perAddr[addr] < most/2
+		richer := l.holdingAtLeast(l.perAddr[addr] + 2)
 		l.mu.Unlock()
-		if evict == nil || !fair || !evict(busiest) {
+		if evict == nil || richer == nil || !evict(richer.has) {
 			l.refusedAll.Inc()
 			return false
 		}
@@ -95,16 +99,29 @@ func (l *connLimits) acquire(addr netip.Addr, evict func(netip.Addr) bool) bool 
 	return true
 }
 
-// busiest is the address holding the most connections, and how many.
-func (l *connLimits) busiest() (netip.Addr, int) {
-	var top netip.Addr
-	n := 0
+// addrSet is a set of client addresses.
+type addrSet map[netip.Addr]struct{}
+
+func (s addrSet) has(a netip.Addr) bool {
+	_, ok := s[a]
+	return ok
+}
+
+// holdingAtLeast is the addresses holding n connections or more, nil if
+// none: with addresses at about equal counts, as under a flood refused at
+// the bound, it allocates nothing.
+func (l *connLimits) holdingAtLeast(n int) addrSet {
+	var s addrSet
 	for a, k := range l.perAddr {
-		if k > n || (k == n && a.Less(top)) {
-			top, n = a, k
+		if k < n {
+			continue
 		}
+		if s == nil {
+			s = addrSet{}
+		}
+		s[a] = struct{}{}
 	}
-	return top, n
+	return s
 }
 
 func (l *connLimits) release(addr netip.Addr) {
@@ -122,7 +139,7 @@ func (l *connLimits) release(addr netip.Addr) {
 // acceptLimited accepts from ln until a connection is within limits; the
 // others are closed at once. The caller releases the address returned
 // when the connection closes.
-func acceptLimited(ln net.Listener, limits *connLimits, evict func(netip.Addr) bool) (net.Conn, netip.Addr, error) {
+func acceptLimited(ln net.Listener, limits *connLimits, evict func(from func(netip.Addr) bool) bool) (net.Conn, netip.Addr, error) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {

@@ -10,10 +10,13 @@ import (
 	"net/http"
 	"net/netip"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/graftdev/graft/bench/corpus"
 	"github.com/graftdev/graft/config"
@@ -151,9 +154,10 @@ func TestLargeBodies(t *testing.T) {
 // TestConnectionLimits: past maxConnsPerAddress a client's new
 // connections are closed as they are accepted, before any handshake,
 // while other addresses still connect. At maxConns a new connection from
-// an address holding less than half as many as the busiest takes the
-// place of that address's connection idle longest (a second or more), and
-// is refused when there is none, or when its address holds about as many.
+// an address holding n takes the place of a connection idle a second or
+// more from an address holding n+2 or more, whichever address's
+// connections are busy, and is refused when there is none, or when the
+// addresses hold about as many.
 func TestConnectionLimits(t *testing.T) {
 	ts := startServer(t, serverSetup{override: func(s *config.Server) { s.MaxConns, s.MaxConnsPerAddress = 6, 4 }})
 	addr := ts.Addr().String()
@@ -197,40 +201,60 @@ func TestConnectionLimits(t *testing.T) {
 			t.Errorf("refused{%s} = %v, want %v", reason, got, want)
 		}
 	}
-	oldest := hold("127.0.0.2")
-	for range 3 {
-		hold("127.0.0.2")
+	ended := func(c *tls.Conn, what string) {
+		t.Helper()
+		if _, err := readWithin(t, c, 5*time.Second); !errors.Is(err, io.EOF) && !isReset(err) {
+			t.Errorf("%s: read %v, want it ended", what, err)
+		}
+	}
+	evicted := func(want float64, open float64) {
+		t.Helper()
+		if got := counter("graft_connections_evicted_total"); got != want {
+			t.Errorf("evicted = %v, want %v", got, want)
+		}
+		waitFor(t, "the evicted connection to leave", func() bool { return counter("graft_connections") == open })
+	}
+	var second []*tls.Conn // from 127.0.0.2, oldest first
+	for range 4 {
+		second = append(second, hold("127.0.0.2"))
 	}
 	refused("127.0.0.2", refusedPerAddress, 1)
 	hold("127.0.0.3")
 	hold("127.0.0.3")
-	// Full. 127.0.0.3 holds two, half of the busiest's four: not fewer,
-	// so it takes no one's place. (That a connection idle for less than
-	// evictMinIdle is not evicted is TestEvictIdle's.)
+	// Full. 127.0.0.3 holds two, 127.0.0.2 four, but none of those has
+	// been idle a second.
 	refused("127.0.0.3", refusedTotal, 1)
 
 	time.Sleep(evictMinIdle + 100*time.Millisecond)
+	hold("127.0.0.3")
+	ended(second[0], "the connection idle longest of an address holding two more")
+	evicted(1, 6)
+	// 127.0.0.2 and 127.0.0.3 hold three each: neither takes the other's
+	// places.
+	refused("127.0.0.3", refusedTotal, 2)
+	refused("127.0.0.2", refusedTotal, 3)
+
+	// A newcomer from an address holding none takes the place of the
+	// connection idle longest of either. (That busy connections are
+	// passed over, whatever their address holds, is TestEvictIdle's and
+	// TestAcquireEvictsFromRicherAddresses'.)
 	newcomer := hold("127.0.0.4")
-	if _, err := readWithin(t, oldest, 5*time.Second); !errors.Is(err, io.EOF) && !isReset(err) {
-		t.Errorf("the longest idle connection of the busiest address: read %v, want it ended", err)
-	}
-	if got := counter("graft_connections_evicted_total"); got != 1 {
-		t.Errorf("evicted = %v, want 1", got)
-	}
-	waitFor(t, "the evicted connection to leave", func() bool { return counter("graft_connections") == 6 })
+	ended(second[1], "the connection idle longest of the addresses holding two more")
+	evicted(2, 6)
 	status, _, _ := exchange(t, newcomer, rawReview(corpus.Review(corpus.Small)), 10*time.Second)
 	if status != http.StatusOK {
 		t.Errorf("review on the connection that took the evicted one's place: %d", status)
 	}
 }
 
-// TestEvictIdle: only a connection of the address given, idle for
-// evictMinIdle or more, is evicted, the one idle longest first; a busy one
-// never is.
+// TestEvictIdle: only a connection from an address accepted, idle for
+// evictMinIdle or more, is evicted: one that never carried a request
+// first, then the one idle longest; a busy one never is.
 func TestEvictIdle(t *testing.T) {
 	set := newConnSet()
 	a, b := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
-	conn := func(addr netip.Addr, phase connPhase, idleFor time.Duration) *serverConn {
+	fromA := func(x netip.Addr) bool { return x == a }
+	conn := func(addr netip.Addr, phase connPhase, idleFor time.Duration, used bool) *serverConn {
 		server, client := net.Pipe()
 		t.Cleanup(func() {
 			server.Close()
@@ -239,26 +263,75 @@ func TestEvictIdle(t *testing.T) {
 		c := &serverConn{raw: &rawConn{Conn: server}, addr: addr}
 		c.raw.phase.Store(phase)
 		c.raw.idleSince.Store(time.Now().Add(-idleFor).UnixNano())
+		c.raw.used.Store(used)
 		set.add(c)
 		return c
 	}
-	recent := conn(a, connIdle, evictMinIdle/2)
-	busy := conn(a, connActive, time.Hour)
-	other := conn(b, connIdle, time.Hour)
-	if set.evictIdle(a) {
-		t.Fatal("evicted a connection idle for less than evictMinIdle, or a busy one")
+	recent := conn(a, connIdle, evictMinIdle/2, false)
+	busy := conn(a, connActive, time.Hour, false)
+	other := conn(b, connIdle, time.Hour, false)
+	if set.evictIdle(fromA) {
+		t.Fatal("evicted a connection idle for less than evictMinIdle, a busy one, or one from another address")
 	}
-	older := conn(a, connIdleSeen, 2*evictMinIdle)
-	oldest := conn(a, connIdle, 3*evictMinIdle)
-	if !set.evictIdle(a) || oldest.raw.phase.Load() != connRetiring {
-		t.Fatal("the connection idle longest was not evicted")
-	}
-	if !set.evictIdle(a) || older.raw.phase.Load() != connRetiring {
-		t.Fatal("the next idle longest was not evicted")
+	usedOldest := conn(a, connIdleSeen, 4*evictMinIdle, true)
+	older := conn(a, connIdleSeen, 2*evictMinIdle, false)
+	oldest := conn(a, connIdle, 3*evictMinIdle, false)
+	for i, want := range []*serverConn{oldest, older, usedOldest} {
+		if !set.evictIdle(fromA) || want.raw.phase.Load() != connRetiring {
+			t.Fatalf("eviction %d: not the unused connection idle longest, then the used one", i+1)
+		}
 	}
 	for _, c := range []*serverConn{recent, busy, other} {
 		if c.raw.phase.Load() == connRetiring {
 			t.Errorf("%v evicted", c.addr)
+		}
+	}
+	// Offered both addresses, with a's left busy or recent, b's goes.
+	if !set.evictIdle(func(netip.Addr) bool { return true }) || other.raw.phase.Load() != connRetiring {
+		t.Error("the idle connection of the second address offered was not evicted beside the first's busy ones")
+	}
+}
+
+// TestAcquireEvictsFromRicherAddresses: at the total bound the addresses
+// offered for eviction are those holding two or more than the newcomer's,
+// and none are offered (nothing allocated) when all hold about as many.
+func TestAcquireEvictsFromRicherAddresses(t *testing.T) {
+	m, err := newMetrics(prometheus.NewRegistry(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newConnLimits(6, 6, m, "webhook")
+	ip := func(s string) netip.Addr { return netip.MustParseAddr(s) }
+	for _, a := range []string{"10.0.0.1", "10.0.0.1", "10.0.0.1", "10.0.0.2", "10.0.0.2", "10.0.0.3"} {
+		if !l.acquire(ip(a), nil) {
+			t.Fatalf("%s refused within the limits", a)
+		}
+	}
+	var offered []string
+	offer := func(from func(netip.Addr) bool) bool {
+		offered = offered[:0]
+		for _, a := range []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"} {
+			if from(ip(a)) {
+				offered = append(offered, a)
+			}
+		}
+		return false
+	}
+	for _, tc := range []struct {
+		from string
+		want []string
+	}{
+		{"10.0.0.4", []string{"10.0.0.1", "10.0.0.2"}},
+		{"10.0.0.3", []string{"10.0.0.1"}},
+		{"10.0.0.2", nil},
+		{"10.0.0.1", nil},
+	} {
+		offered = nil
+		if l.acquire(ip(tc.from), offer) {
+			t.Fatalf("%s: acquired with no connection evicted", tc.from)
+		}
+		if !slices.Equal(offered, tc.want) {
+			t.Errorf("%s: offered %v for eviction, want %v", tc.from, offered, tc.want)
 		}
 	}
 }
