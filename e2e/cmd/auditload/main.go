@@ -57,7 +57,10 @@ type options struct {
 	sizes                     []int // fleet sizes, ascending: Pods created before each set of runs
 	namespaces, runs, workers int
 	chunk                     int
-	out, name                 string // where the results go, and their file name
+	// settle is the pause between creating Pods and auditing them, for
+	// the API server and etcd to finish what the creates left them.
+	settle    time.Duration
+	out, name string // where the results go, and their file name
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
@@ -69,6 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	fs.IntVar(&o.runs, "runs", 5, "graft audit runs measured")
 	fs.IntVar(&o.workers, "workers", 16, "concurrent creates")
 	fs.IntVar(&o.chunk, "chunk-size", 500, "graft audit --chunk-size")
+	fs.DurationVar(&o.settle, "settle", 30*time.Second, "pause after creating Pods before auditing them")
 	fs.StringVar(&o.out, "out", "", "if set, write the results (-name, .md and .json) in this directory")
 	fs.StringVar(&o.name, "name", "audit-latest", "the results' file name, without extension")
 	if err := fs.Parse(args); err != nil {
@@ -129,6 +133,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 		fmt.Fprintf(stderr, "auditload: %d Pods created in %s (%d in all)\n", size-created, time.Since(start).Round(time.Millisecond), size)
 		created = size
+		select {
+		case <-time.After(o.settle):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 		load := loadAverage()
 		set, err := measure(ctx, opts.Graft, kubeconfig, size, o, stdout)
 		if err != nil {
@@ -136,6 +145,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 		set.LoadBefore, set.LoadAfter = load, loadAverage()
 		res.Sizes = append(res.Sizes, set)
+	}
+	if line := res.perPod(); line != "" {
+		fmt.Fprintln(stdout, line)
 	}
 	if o.out != "" {
 		res.When = time.Now().UTC().Format("2006-01-02 15:04 UTC")

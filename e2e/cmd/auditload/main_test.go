@@ -113,3 +113,17 @@ func TestReadPeak(t *testing.T) {
 		}
 	}
 }
+
+// TestPerPod: the per-Pod line compares the smallest and largest fleet,
+// and is empty for one size.
+func TestPerPod(t *testing.T) {
+	r := results{Sizes: []sizeResult{{Pods: 10000, MedianWallS: 1, MedianCPUS: 0.5}}}
+	if got := r.perPod(); got != "" {
+		t.Errorf("one size: %q, want empty", got)
+	}
+	r.Sizes = append(r.Sizes, sizeResult{Pods: 100000, MedianWallS: 20, MedianCPUS: 5})
+	want := "per Pod, 100000 vs 10000 Pods: median wall 200.0 µs vs 100.0 µs (ratio 2.00), median CPU 50.0 µs vs 50.0 µs (ratio 1.00)"
+	if got := r.perPod(); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}

@@ -53,7 +53,25 @@ func (r *results) write(dir, name string) error {
 	for _, s := range r.Sizes {
 		fmt.Fprintf(&md, "### %d Pods (load average %s before, %s after)\n\n```\n%s\n```\n\n", s.Pods, s.LoadBefore, s.LoadAfter, strings.Join(s.Lines, "\n"))
 	}
+	if line := r.perPod(); line != "" {
+		fmt.Fprintf(&md, "### Per Pod\n\n%s\n", line)
+	}
 	return os.WriteFile(filepath.Join(dir, name+".md"), []byte(md.String()), 0o644)
+}
+
+// perPod compares the smallest and the largest fleet's median wall and
+// CPU time per Pod: a ratio near 1 is time linear in the fleet's size.
+// It is empty with fewer than two sizes.
+func (r *results) perPod() string {
+	if len(r.Sizes) < 2 {
+		return ""
+	}
+	lo, hi := r.Sizes[0], r.Sizes[len(r.Sizes)-1]
+	per := func(s float64, pods int) float64 { return s * 1e6 / float64(pods) }
+	wl, wh := per(lo.MedianWallS, lo.Pods), per(hi.MedianWallS, hi.Pods)
+	cl, ch := per(lo.MedianCPUS, lo.Pods), per(hi.MedianCPUS, hi.Pods)
+	return fmt.Sprintf("per Pod, %d vs %d Pods: median wall %.1f µs vs %.1f µs (ratio %.2f), median CPU %.1f µs vs %.1f µs (ratio %.2f)",
+		hi.Pods, lo.Pods, wh, wl, wh/wl, ch, cl, ch/cl)
 }
 
 // loadAverage is /proc/loadavg's three load averages, or "?".
