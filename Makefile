@@ -55,8 +55,14 @@ build:
 run: build
 	$(BIN)/graft serve
 
-## test: vet, template lint, unit tests (race detector on), then the end-to-end suite.
-test: vet lint-templates unit e2e
+## test: vet and template lint, then the unit tests (race detector on) and the end-to-end suite side by side.
+# The unit tests keep both cores busy; the e2e suite mostly waits on its
+# cluster (rollouts, outages, controllers), so running the two together
+# takes about as long as the e2e suite alone (8.5 minutes against 12.7 one
+# after the other on the 2-core machine, warm). -O keeps each one's
+# output together, printed as it ends.
+test: vet lint-templates
+	$(MAKE) --no-print-directory -j2 -O unit e2e
 
 ## unit: every package's tests in the main module, race detector on (the e2e module's run in e2e); then the server's allocation tests without it.
 # The race detector makes sync.Pool drop items at random, so the server's

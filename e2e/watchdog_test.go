@@ -24,8 +24,8 @@ import (
 // watchdogOutage is how long graft is down in TestWatchdog, and
 // watchdogCreateEvery how often a Deployment is created meanwhile.
 const (
-	watchdogOutage      = 30 * time.Second
-	watchdogCreateEvery = 2 * time.Second
+	watchdogOutage      = 12 * time.Second
+	watchdogCreateEvery = time.Second
 	// watchdogConverge is how soon after graft is back every Pod made
 	// without it must have been replaced by an injected one.
 	watchdogConverge = 60 * time.Second
@@ -177,7 +177,7 @@ func podIsReady(p *corev1.Pod) bool {
 	return false
 }
 
-// TestWatchdog: graft down for 30 s under steady Deployment creates, with
+// TestWatchdog: graft down for 12 s under steady Deployment creates, with
 // the shipped failurePolicy Ignore and no guarantee policy: their Pods
 // are admitted without graft. graft watchdog (grace 5 s) restarts each
 // Deployment once graft answers again, and within 60 s of graft's return
