@@ -23,16 +23,17 @@ import (
 // taking the whole port. Clients from several addresses can together fill
 // the port; then a new connection from an address holding n takes the
 // place of a connection idle a while (at least evictMinIdle) from an
-// address holding n+2 or more, so that an API server, which holds a few,
-// still gets in while others hold many. Which address's connections are
+// address holding twice as many and two more at least (2n, n+2), so that
+// an API server, which holds a few, still gets in while others hold many. Which address's connections are
 // busy does not matter: one client holding the most in slow requests
 // cannot shield the idle ones of another. Among those, a connection that
 // has never carried a request goes first (a client opens a connection to
 // send one; the API server's pooled connections have all been used),
 // then the one idle longest. Otherwise the new connection is refused:
-// addresses holding about as many as each other do not take each other's
-// places, which would only trade one handshake for another, and as
-// connections leave and come back the counts even out rather than churn.
+// addresses holding about as many as each other (within a factor of
+// two) do not take each other's places, which would only trade one
+// handshake for another: clients that each hold many, reconnecting as
+// their connections time out, do not evict each other.
 
 // evictMinIdle is how long a connection must have been idle to be
 // evicted for a new one: a connection just answered may be about to carry
@@ -72,9 +73,9 @@ func newConnLimits(maxTotal, maxPerAddr int, m *metrics, port string) *connLimit
 
 // acquire counts a connection from addr, or refuses it (false) when a
 // bound is reached. At the total bound, evict (nil: none) may end an idle
-// connection from an address its argument accepts, those holding two or
-// more than addr does, to make room; the new one is then counted at once,
-// its victim when it has closed.
+// connection from an address its argument accepts, those holding at
+// least evictFrom of what addr does, to make room; the new one is then
+// counted at once, its victim when it has closed.
 func (l *connLimits) acquire(addr netip.Addr, evict func(from func(netip.Addr) bool) bool) bool {
 	l.mu.Lock()
 	if l.maxPerAddr > 0 && l.perAddr[addr] >= l.maxPerAddr {
@@ -83,7 +84,7 @@ func (l *connLimits) acquire(addr netip.Addr, evict func(from func(netip.Addr) b
 		return false
 	}
 	if l.maxTotal > 0 && l.total >= l.maxTotal {
-		richer := l.holdingAtLeast(l.perAddr[addr] + 2)
+		richer := l.holdingAtLeast(evictFrom(l.perAddr[addr]))
 		l.mu.Unlock()
 		if evict == nil || richer == nil || !evict(richer.has) {
 			l.refusedAll.Inc()
@@ -98,6 +99,10 @@ func (l *connLimits) acquire(addr netip.Addr, evict func(from func(netip.Addr) b
 	l.mu.Unlock()
 	return true
 }
+
+// evictFrom is how many connections an address must hold for a newcomer
+// from an address holding n to take one's place.
+func evictFrom(n int) int { return max(2*n, n+2) }
 
 // addrSet is a set of client addresses.
 type addrSet map[netip.Addr]struct{}

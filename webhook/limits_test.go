@@ -155,8 +155,8 @@ func TestLargeBodies(t *testing.T) {
 // connections are closed as they are accepted, before any handshake,
 // while other addresses still connect. At maxConns a new connection from
 // an address holding n takes the place of a connection idle a second or
-// more from an address holding n+2 or more, and is refused when the
-// addresses hold about as many.
+// more from an address holding at least 2n and n+2, and is refused when
+// the addresses hold about as many.
 func TestConnectionLimits(t *testing.T) {
 	ts := startServer(t, serverSetup{override: func(s *config.Server) { s.MaxConns, s.MaxConnsPerAddress = 6, 4 }})
 	addr := ts.Addr().String()
@@ -224,7 +224,7 @@ func TestConnectionLimits(t *testing.T) {
 	// evicted is TestEvictIdle's: here every one has been idle longer.)
 	time.Sleep(evictMinIdle + 100*time.Millisecond)
 	hold("127.0.0.3")
-	ended(second[0], "the connection idle longest of an address holding two more")
+	ended(second[0], "the connection idle longest of an address holding twice as many")
 	evicted(1, 6)
 	// 127.0.0.2 and 127.0.0.3 hold three each: neither takes the other's
 	// places.
@@ -236,7 +236,7 @@ func TestConnectionLimits(t *testing.T) {
 	// passed over, whatever their address holds, is TestEvictIdle's and
 	// TestAcquireEvictsFromRicherAddresses'.)
 	newcomer := hold("127.0.0.4")
-	ended(second[1], "the connection idle longest of the addresses holding two more")
+	ended(second[1], "the connection idle longest of the addresses holding two or more")
 	evicted(2, 6)
 	status, _, _ := exchange(t, newcomer, rawReview(corpus.Review(corpus.Small)), 10*time.Second)
 	if status != http.StatusOK {
@@ -290,23 +290,26 @@ func TestEvictIdle(t *testing.T) {
 }
 
 // TestAcquireEvictsFromRicherAddresses: at the total bound the addresses
-// offered for eviction are those holding two or more than the newcomer's,
-// and none are offered (nothing allocated) when all hold about as many.
+// offered for eviction are those holding at least twice as many as the
+// newcomer's and two more, and none are offered (nothing allocated) when
+// all hold about as many.
 func TestAcquireEvictsFromRicherAddresses(t *testing.T) {
 	m, err := newMetrics(prometheus.NewRegistry(), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := newConnLimits(6, 6, m, "webhook")
+	l := newConnLimits(10, 10, m, "webhook")
 	ip := func(s string) netip.Addr { return netip.MustParseAddr(s) }
-	for _, a := range []string{"10.0.0.1", "10.0.0.1", "10.0.0.1", "10.0.0.2", "10.0.0.2", "10.0.0.3"} {
-		if !l.acquire(ip(a), nil) {
-			t.Fatalf("%s refused within the limits", a)
+	held := map[string]int{"10.0.0.1": 5, "10.0.0.2": 3, "10.0.0.3": 2}
+	for a, n := range held {
+		for range n {
+			if !l.acquire(ip(a), nil) {
+				t.Fatalf("%s refused within the limits", a)
+			}
 		}
 	}
 	var offered []string
 	offer := func(from func(netip.Addr) bool) bool {
-		offered = offered[:0]
 		for _, a := range []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"} {
 			if from(ip(a)) {
 				offered = append(offered, a)
@@ -318,9 +321,9 @@ func TestAcquireEvictsFromRicherAddresses(t *testing.T) {
 		from string
 		want []string
 	}{
-		{"10.0.0.4", []string{"10.0.0.1", "10.0.0.2"}},
-		{"10.0.0.3", []string{"10.0.0.1"}},
-		{"10.0.0.2", nil},
+		{"10.0.0.4", []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}}, // holds 0: 2 or more
+		{"10.0.0.3", []string{"10.0.0.1"}},                         // holds 2: 4 or more
+		{"10.0.0.2", nil},                                          // holds 3: 6 or more; 5 is two more, not twice
 		{"10.0.0.1", nil},
 	} {
 		offered = nil
