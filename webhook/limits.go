@@ -24,9 +24,10 @@ import (
 // the port; then a new connection from an address holding n takes the
 // place of a connection idle a while (at least evictMinIdle) from an
 // address holding twice as many and two more at least (2n, n+2), so that
-// an API server, which holds a few, still gets in while others hold many. Which address's connections are
-// busy does not matter: one client holding the most in slow requests
-// cannot shield the idle ones of another. Among those, a connection that
+// an API server, which holds a few, still gets in while others hold many.
+// Which address's connections are busy does not matter: one client
+// holding the most in slow requests cannot shield the idle ones of
+// another. Among those, a connection that
 // has never carried a request goes first (a client opens a connection to
 // send one; the API server's pooled connections have all been used),
 // then the one idle longest. Otherwise the new connection is refused:
