@@ -27,10 +27,9 @@ import (
 // an API server, which holds a few, still gets in while others hold many.
 // Which address's connections are busy does not matter: one client
 // holding the most in slow requests cannot shield the idle ones of
-// another. Among those, a connection that
-// has never carried a request goes first (a client opens a connection to
-// send one; the API server's pooled connections have all been used),
-// then the one idle longest. Otherwise the new connection is refused:
+// another. Among those, a connection that has never carried a request
+// goes first (a client opens a connection to send one; the API server's
+// pooled connections have all been used), then the one idle longest. Otherwise the new connection is refused:
 // addresses holding about as many as each other (within a factor of
 // two) do not take each other's places, which would only trade one
 // handshake for another: clients that each hold many, reconnecting as
