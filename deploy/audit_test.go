@@ -71,6 +71,24 @@ func TestAuditExporter(t *testing.T) {
 			t.Errorf("args %v lack %s", c.Args, want)
 		}
 	}
+	_, expSvc := checkCompanion(t, out, graft, exp, "the exporter")
+	sm := oneLoose[serviceMonitor](t, out, "ServiceMonitor", "graft-audit")
+	if !selects(&sm.Spec.Selector, expSvc.Labels) || len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Port != "metrics" ||
+		!sm.Spec.Endpoints[0].HonorLabels {
+		t.Errorf("ServiceMonitor graft-audit %+v: want the exporter's Service, port metrics, honorLabels (graft_audit_pods' own namespace label)", sm.Spec)
+	}
+}
+
+// checkCompanion checks a Deployment shipped beside graft's (the audit
+// exporter, the watchdog), what names it in messages: it mounts graft's
+// ConfigMaps under the same volume names, meets the restricted Pod
+// Security level, has a memory limit, is not selected by graft's Service
+// or Deployment, and has a Service of its own name selecting exactly its
+// Pods. It returns graft's Service and that one.
+func checkCompanion(t *testing.T, out output, graft, dep appsv1.Deployment, what string) (graftSvc, own corev1.Service) {
+	t.Helper()
+	ps := dep.Spec.Template.Spec
+	c := ps.Containers[0]
 	mounted := map[string]string{}
 	for _, v := range ps.Volumes {
 		if v.ConfigMap != nil {
@@ -79,33 +97,29 @@ func TestAuditExporter(t *testing.T) {
 	}
 	for _, v := range graft.Spec.Template.Spec.Volumes {
 		if v.ConfigMap != nil && mounted[v.Name] != v.ConfigMap.Name {
-			t.Errorf("the exporter mounts %q as %s, graft mounts %q", mounted[v.Name], v.Name, v.ConfigMap.Name)
+			t.Errorf("%s mounts %q as %s, graft mounts %q", what, mounted[v.Name], v.Name, v.ConfigMap.Name)
 		}
 	}
 	sc := c.SecurityContext
 	if ps.SecurityContext == nil || !deref(ps.SecurityContext.RunAsNonRoot) || sc == nil || deref(sc.AllowPrivilegeEscalation) ||
 		!deref(sc.ReadOnlyRootFilesystem) || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
 		ps.SecurityContext.SeccompProfile == nil || ps.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
-		t.Error("the exporter does not meet the restricted Pod Security level")
+		t.Errorf("%s does not meet the restricted Pod Security level", what)
 	}
 	if c.Resources.Limits.Memory().IsZero() {
-		t.Error("no memory limit")
+		t.Errorf("%s has no memory limit", what)
 	}
-	svc := one[corev1.Service](t, out, "Service", "graft")
-	if selects(&metav1.LabelSelector{MatchLabels: svc.Spec.Selector}, exp.Spec.Template.Labels) ||
-		selects(graft.Spec.Selector, exp.Spec.Template.Labels) {
-		t.Error("graft's Service or Deployment selects the exporter's Pods")
+	graftSvc = one[corev1.Service](t, out, "Service", "graft")
+	if selects(&metav1.LabelSelector{MatchLabels: graftSvc.Spec.Selector}, dep.Spec.Template.Labels) ||
+		selects(graft.Spec.Selector, dep.Spec.Template.Labels) {
+		t.Errorf("graft's Service or Deployment selects the Pods of %s", what)
 	}
-	expSvc := one[corev1.Service](t, out, "Service", "graft-audit")
-	if !selects(&metav1.LabelSelector{MatchLabels: expSvc.Spec.Selector}, exp.Spec.Template.Labels) ||
-		selects(&metav1.LabelSelector{MatchLabels: expSvc.Spec.Selector}, graft.Spec.Template.Labels) {
-		t.Error("the exporter's Service does not select exactly its Pods")
+	own = one[corev1.Service](t, out, "Service", dep.Name)
+	if !selects(&metav1.LabelSelector{MatchLabels: own.Spec.Selector}, dep.Spec.Template.Labels) ||
+		selects(&metav1.LabelSelector{MatchLabels: own.Spec.Selector}, graft.Spec.Template.Labels) {
+		t.Errorf("the Service of %s does not select exactly its Pods", what)
 	}
-	sm := oneLoose[serviceMonitor](t, out, "ServiceMonitor", "graft-audit")
-	if !selects(&sm.Spec.Selector, expSvc.Labels) || len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Port != "metrics" ||
-		!sm.Spec.Endpoints[0].HonorLabels {
-		t.Errorf("ServiceMonitor graft-audit %+v: want the exporter's Service, port metrics, honorLabels (graft_audit_pods' own namespace label)", sm.Spec)
-	}
+	return graftSvc, own
 }
 
 // serviceMonitor is what the tests read of a Prometheus Operator

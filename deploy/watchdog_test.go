@@ -6,9 +6,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -107,17 +105,6 @@ func TestWatchdogComponent(t *testing.T) {
 	if c.Image != graft.Spec.Template.Spec.Containers[0].Image {
 		t.Errorf("the watchdog runs %s, graft %s", c.Image, graft.Spec.Template.Spec.Containers[0].Image)
 	}
-	mounted := map[string]string{}
-	for _, v := range ps.Volumes {
-		if v.ConfigMap != nil {
-			mounted[v.Name] = v.ConfigMap.Name
-		}
-	}
-	for _, v := range graft.Spec.Template.Spec.Volumes {
-		if v.ConfigMap != nil && mounted[v.Name] != v.ConfigMap.Name {
-			t.Errorf("the watchdog mounts %q as %s, graft mounts %q", mounted[v.Name], v.Name, v.ConfigMap.Name)
-		}
-	}
 	var podName bool
 	for _, e := range c.Env {
 		podName = podName || (e.Name == "POD_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name")
@@ -125,25 +112,7 @@ func TestWatchdogComponent(t *testing.T) {
 	if !podName {
 		t.Error("POD_NAME is not the Pod's name: replicas would share an identity in the Lease")
 	}
-	sc := c.SecurityContext
-	if ps.SecurityContext == nil || !deref(ps.SecurityContext.RunAsNonRoot) || sc == nil || deref(sc.AllowPrivilegeEscalation) ||
-		!deref(sc.ReadOnlyRootFilesystem) || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
-		ps.SecurityContext.SeccompProfile == nil || ps.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
-		t.Error("the watchdog does not meet the restricted Pod Security level")
-	}
-	if c.Resources.Limits.Memory().IsZero() {
-		t.Error("no memory limit")
-	}
-	svc := one[corev1.Service](t, out, "Service", "graft")
-	if selects(&metav1.LabelSelector{MatchLabels: svc.Spec.Selector}, wd.Spec.Template.Labels) ||
-		selects(graft.Spec.Selector, wd.Spec.Template.Labels) {
-		t.Error("graft's Service or Deployment selects the watchdog's Pods")
-	}
-	wdSvc := one[corev1.Service](t, out, "Service", "graft-watchdog")
-	if !selects(&metav1.LabelSelector{MatchLabels: wdSvc.Spec.Selector}, wd.Spec.Template.Labels) ||
-		selects(&metav1.LabelSelector{MatchLabels: wdSvc.Spec.Selector}, graft.Spec.Template.Labels) {
-		t.Error("the watchdog's Service does not select exactly its Pods")
-	}
+	svc, wdSvc := checkCompanion(t, out, graft, wd, "the watchdog")
 	sm := oneLoose[serviceMonitor](t, out, "ServiceMonitor", "graft-watchdog")
 	if !selects(&sm.Spec.Selector, wdSvc.Labels) || selects(&sm.Spec.Selector, svc.Labels) ||
 		len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Port != "metrics" {

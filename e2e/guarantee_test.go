@@ -36,6 +36,32 @@ const (
 	proxyImage = "docker.io/envoyproxy/envoy:v1.32.3"
 )
 
+// installPolicy creates policy and binding in the API server and removes
+// them when the test ends.
+func installPolicy(t *testing.T, policy *regv1.ValidatingAdmissionPolicy, binding *regv1.ValidatingAdmissionPolicyBinding) {
+	t.Helper()
+	policies := env.client.AdmissionregistrationV1().ValidatingAdmissionPolicies()
+	bindings := env.client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
+	if _, err := policies.Create(t.Context(), policy, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("the API server refuses policy %s: %v", policy.Name, err)
+	}
+	if _, err := bindings.Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("binding %s: %v", binding.Name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, err := range []error{
+			bindings.Delete(ctx, binding.Name, metav1.DeleteOptions{}),
+			policies.Delete(ctx, policy.Name, metav1.DeleteOptions{}),
+		} {
+			if err != nil && !isNotFound(err) {
+				t.Errorf("remove policy %s: %v", policy.Name, err)
+			}
+		}
+	})
+}
+
 // shippedGuarantee is profile's policy and binding in
 // deploy/base/validatingadmissionpolicy.yaml.
 func shippedGuarantee(t *testing.T, profile string) (*regv1.ValidatingAdmissionPolicy, *regv1.ValidatingAdmissionPolicyBinding) {
@@ -92,26 +118,7 @@ func bindGuarantee(t *testing.T, profile string, nss ...string) {
 	policy.Spec.MatchConstraints.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 		{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: nss},
 	}}
-	policies := env.client.AdmissionregistrationV1().ValidatingAdmissionPolicies()
-	bindings := env.client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
-	if _, err := policies.Create(t.Context(), policy, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("the API server refuses the shipped policy: %v", err)
-	}
-	if _, err := bindings.Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("binding: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for _, err := range []error{
-			bindings.Delete(ctx, binding.Name, metav1.DeleteOptions{}),
-			policies.Delete(ctx, policy.Name, metav1.DeleteOptions{}),
-		} {
-			if err != nil {
-				t.Errorf("remove policy: %v", err)
-			}
-		}
-	})
+	installPolicy(t, policy, binding)
 	probe := nss[len(nss)-1]
 	waitFor(t, "the guarantee to take effect", func(ctx context.Context) error {
 		_, err := env.client.CoreV1().Pods(probe).Create(ctx, simplePod("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,26 +28,7 @@ func TestShippedPolicyInAPIServer(t *testing.T) {
 	policy.Spec.MatchConstraints.NamespaceSelector = namespaceNamed(ns)
 	binding.Name, binding.ResourceVersion = policy.Name, ""
 	binding.Spec.PolicyName = policy.Name
-	policies := env.client.AdmissionregistrationV1().ValidatingAdmissionPolicies()
-	bindings := env.client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
-	if _, err := policies.Create(t.Context(), policy, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("the API server refuses the shipped policy: %v", err)
-	}
-	if _, err := bindings.Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("binding: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for _, err := range []error{
-			bindings.Delete(ctx, binding.Name, metav1.DeleteOptions{}),
-			policies.Delete(ctx, policy.Name, metav1.DeleteOptions{}),
-		} {
-			if err != nil {
-				t.Errorf("remove policy: %v", err)
-			}
-		}
-	})
+	installPolicy(t, policy, binding)
 
 	const (
 		notInjected = "graft did not inject this Pod, and namespace " + "e2e-policy" + " requires it (label graft.dev/inject=enabled)"

@@ -232,28 +232,9 @@ func TestWatchdog(t *testing.T) {
 		"and every Pod was an injected one %s after graft returned", watchdogOutage, len(made), without, restarts, converged.Round(100*time.Millisecond))
 
 	// The guarantee on: nothing without graft is stored, nothing to do.
-	policies := env.client.AdmissionregistrationV1().ValidatingAdmissionPolicies()
-	bindings := env.client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
 	policy, binding := env.shipped.Policy.DeepCopy(), env.shipped.Binding.DeepCopy()
 	policy.ResourceVersion, binding.ResourceVersion = "", ""
-	if _, err := policies.Create(t.Context(), policy, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bindings.Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		for _, err := range []error{
-			bindings.Delete(ctx, binding.Name, metav1.DeleteOptions{}),
-			policies.Delete(ctx, policy.Name, metav1.DeleteOptions{}),
-		} {
-			if err != nil && !isNotFound(err) {
-				t.Errorf("remove policy: %v", err)
-			}
-		}
-	})
+	installPolicy(t, policy, binding)
 	guarded := newNamespace(t, "e2e-watchdog-guarded", map[string]string{names.Inject: names.EnabledValue, names.Watchdog: names.EnabledValue})
 	if err := env.waitInjecting(t.Context(), guarded); err != nil {
 		t.Fatal(err)
