@@ -24,7 +24,8 @@ E2E_BIN         := $(CACHE)/bin
 E2E_APISERVER   := $(E2E_BIN)/kube-apiserver-$(E2E_K8S_VERSION)
 E2E_CONTROLLERS := $(E2E_BIN)/kube-controller-manager-$(E2E_K8S_VERSION)
 E2E_SCHEDULER   := $(E2E_BIN)/kube-scheduler-$(E2E_K8S_VERSION)
-E2E_K8S_BINS    := $(E2E_APISERVER) $(E2E_CONTROLLERS) $(E2E_SCHEDULER)
+E2E_KUBELET     := $(E2E_BIN)/kubelet-$(E2E_K8S_VERSION)
+E2E_K8S_BINS    := $(E2E_APISERVER) $(E2E_CONTROLLERS) $(E2E_SCHEDULER) $(E2E_KUBELET)
 E2E_ETCD_TOOLS  := e2e/tools/etcd
 E2E_ETCD_VERSION := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "go.etcd.io/etcd/server/v3" && $$(i+1) ~ /^v/) print $$(i+1)}' $(E2E_ETCD_TOOLS)/go.mod)
 E2E_ETCD        := $(E2E_BIN)/etcd-$(E2E_ETCD_VERSION)

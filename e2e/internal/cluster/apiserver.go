@@ -109,6 +109,10 @@ func startAPIServer(ctx context.Context, bin, dir, etcdURL string, extraArgs ...
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
+		// 1.37 refuses a loopback advertise address for the endpoint
+		// reconciler, whose only work is the kubernetes Service's
+		// endpoints: nothing here reaches the API server through them.
+		"--endpoint-reconciler-type=none",
 		fmt.Sprintf("--secure-port=%d", addrs[0].Port()),
 		"--cert-dir=" + pki,
 		"--tls-cert-file=" + filepath.Join(pki, certgen.CertFile),
@@ -124,9 +128,9 @@ func startAPIServer(ctx context.Context, bin, dir, etcdURL string, extraArgs ...
 		// re-run after the webhooks, and both admission policy kinds (GA
 		// in 1.36). The ServiceAccount plugin needs each namespace's
 		// default ServiceAccount, which kube-controller-manager's
-		// serviceaccount controller creates. API Priority and Fairness and the
-		// endpoint reconciler stay on too: every request a user makes
-		// goes through APF's queues, so the load tests measure them.
+		// serviceaccount controller creates. API Priority and Fairness stays
+		// on too: every request a user makes goes through APF's queues,
+		// so the load tests measure them.
 		// Profiling stays on (the default), so a load test can take a CPU
 		// profile from /debug/pprof/profile.
 	}, extraArgs...)})
