@@ -77,6 +77,7 @@ func newRootCmd() *cobra.Command {
 		newWebhooksCmd(),
 		newGuaranteeCmd(),
 		newProbeCmd(),
+		newProxyInitCmd(),
 		newVersionCmd(),
 	)
 	return root
