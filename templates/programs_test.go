@@ -1,0 +1,215 @@
+package templates_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/graftdev/graft/templates"
+)
+
+// The built-in templates' configurations handed to the programs that read
+// them, built from their Go modules at the versions the templates' default
+// images run (e2e/tools/otelcol, e2e/tools/vault; `make unit` builds them
+// and names them in these variables). The Envoy bootstrap is checked
+// against Envoy's API in e2e/tools/envoycheck; Fluent Bit, a C program,
+// cannot be built here: log-shipper's arguments are checked against its
+// documented format in TestLogShipperArgs.
+
+// program returns the path of a program `make unit` builds and names in
+// env. Without it the test is skipped, except on CI, where a skipped check
+// would pass unnoticed.
+func program(t *testing.T, env string) string {
+	t.Helper()
+	path := os.Getenv(env)
+	if path == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not set; `make unit` builds the program and sets it", env)
+		}
+		t.Skipf("%s is not set; run `make unit`, which builds the program and sets it", env)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s: %v", env, err)
+	}
+	return path
+}
+
+// renderedCase is one lint case's containers, by name.
+type renderedCase struct {
+	label      string
+	containers map[string]corev1.Container
+}
+
+// renderCases renders the built-in template name in every case lint
+// tries.
+func renderCases(t *testing.T, name string) []renderedCase {
+	t.Helper()
+	set, err := templates.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, ok := set.Get(name)
+	if !ok {
+		t.Fatalf("no template %s", name)
+	}
+	var out []renderedCase
+	for _, c := range tpl.Cases() {
+		f, err := tpl.Render(c.Overrides)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Label, err)
+		}
+		rc := renderedCase{label: c.Label, containers: map[string]corev1.Container{}}
+		for _, el := range append(f.InitContainers, f.Containers...) {
+			var ctr corev1.Container
+			if err := json.Unmarshal(el.Raw, &ctr); err != nil {
+				t.Fatal(err)
+			}
+			rc.containers[ctr.Name] = ctr
+		}
+		out = append(out, rc)
+	}
+	if len(out) < 5 {
+		t.Fatalf("only %d cases for %s", len(out), name)
+	}
+	return out
+}
+
+// runProgram runs bin with args and returns its combined output and error.
+func runProgram(t *testing.T, bin string, env []string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// TestOtelAgentConfigValidates: the Collector built with exactly the
+// components the otel-agent template configures (e2e/tools/otelcol)
+// validates the container's arguments, as the image's entrypoint receives
+// them, in every case lint renders.
+func TestOtelAgentConfigValidates(t *testing.T) {
+	otelcol := program(t, "GRAFT_OTELCOL")
+	cases := renderCases(t, "otel-agent")
+	for _, c := range cases {
+		t.Run(c.label, func(t *testing.T) {
+			agent, ok := c.containers["graft-otel-agent"]
+			if !ok {
+				t.Fatal("no graft-otel-agent container")
+			}
+			if len(agent.Command) != 0 {
+				t.Fatalf("command %q: the image's entrypoint (the collector) is meant to run", agent.Command)
+			}
+			if out, err := runProgram(t, otelcol, nil, append([]string{"validate"}, agent.Args...)...); err != nil {
+				t.Fatalf("otelcol validate refuses the configuration: %v\n%s\nargs: %q", err, out, agent.Args)
+			}
+		})
+	}
+	// The check fails where the collector would: an exporter the build
+	// lacks, a field no component has.
+	args := cases[0].containers["graft-otel-agent"].Args
+	for _, tc := range []struct{ name, old, new string }{
+		{"unknown exporter", "otlp_grpc:", "kafka:"},
+		{"unknown field", "batch: {}", "batch: {bogus: 1}"},
+	} {
+		t.Run("refuses "+tc.name, func(t *testing.T) {
+			broken := append([]string{"validate"}, args...)
+			for i, a := range broken {
+				broken[i] = strings.Replace(a, tc.old, tc.new, 1)
+			}
+			if out, err := runProgram(t, otelcol, nil, broken...); err == nil {
+				t.Fatalf("otelcol validate accepts a broken configuration:\n%s", out)
+			}
+		})
+	}
+}
+
+// vaultAgentArgs reads the secrets-agent containers' shell command: the
+// configuration it writes (GRAFT_VAULT_CONFIG) and the arguments it execs
+// `vault agent` with.
+func vaultAgentArgs(t *testing.T, c corev1.Container) (config string, args []string) {
+	t.Helper()
+	if len(c.Command) != 3 || c.Command[0] != "/bin/sh" {
+		t.Fatalf("command %q: want /bin/sh -ec SCRIPT", c.Command)
+	}
+	_, tail, ok := strings.Cut(c.Command[2], "exec vault agent ")
+	if !ok {
+		t.Fatalf("script %q does not exec vault agent", c.Command[2])
+	}
+	for _, e := range c.Env {
+		if e.Name == "GRAFT_VAULT_CONFIG" {
+			config = e.Value
+		}
+	}
+	if config == "" {
+		t.Fatal("no GRAFT_VAULT_CONFIG")
+	}
+	return config, strings.Fields(tail)
+}
+
+// verifyVaultConfig runs Vault's agent on config with args (its -config
+// pointed at a file holding config) in its verify-only mode: the agent's
+// own loading and validation of its configuration, without a server.
+func verifyVaultConfig(t *testing.T, vault, config string, args []string) (string, error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	full := []string{"agent", "-test-verify-only"}
+	for _, a := range args {
+		if strings.HasPrefix(a, "-config=") {
+			a = "-config=" + path
+		}
+		full = append(full, a)
+	}
+	return runProgram(t, vault, []string{"VAULT_TEST_VERIFY_ONLY_DUMP_CONFIG=1"}, full...)
+}
+
+// TestSecretsAgentConfigParses: Vault's agent, built from the release the
+// template's default image runs (e2e/tools/vault), loads and validates
+// both containers' configurations in every case lint renders.
+func TestSecretsAgentConfigParses(t *testing.T) {
+	vault := program(t, "GRAFT_VAULT")
+	cases := renderCases(t, "secrets-agent")
+	for _, c := range cases {
+		t.Run(c.label, func(t *testing.T) {
+			for _, name := range []string{"graft-secrets-init", "graft-secrets-agent"} {
+				ctr, ok := c.containers[name]
+				if !ok {
+					t.Fatalf("no %s container", name)
+				}
+				config, args := vaultAgentArgs(t, ctr)
+				out, err := verifyVaultConfig(t, vault, config, args)
+				if err != nil {
+					t.Fatalf("%s: vault agent refuses the configuration: %v\n%s\n%s", name, err, out, config)
+				}
+				// The dump shows the agent read the template stanzas.
+				if !strings.Contains(out, "Destination:") || !strings.Contains(out, "/var/run/graft-secrets/") {
+					t.Errorf("%s: the agent's configuration holds no template destination:\n%s", name, out)
+				}
+			}
+		})
+	}
+	config, args := vaultAgentArgs(t, cases[0].containers["graft-secrets-agent"])
+	for _, tc := range []struct{ name, old, new string }{
+		{"unknown stanza", `"vault":`, `"vaultt":`},
+		{"bad duration", `"static_secret_render_interval": "5m"`, `"static_secret_render_interval": "often"`},
+	} {
+		t.Run("refuses "+tc.name, func(t *testing.T) {
+			if !strings.Contains(config, tc.old) {
+				t.Fatalf("the configuration has no %q", tc.old)
+			}
+			if out, err := verifyVaultConfig(t, vault, strings.Replace(config, tc.old, tc.new, 1), args); err == nil {
+				t.Fatalf("vault agent accepts a broken configuration:\n%s", out)
+			}
+		})
+	}
+}
