@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -209,6 +211,96 @@ func TestSecretsAgentConfigParses(t *testing.T) {
 			}
 			if out, err := verifyVaultConfig(t, vault, strings.Replace(config, tc.old, tc.new, 1), args); err == nil {
 				t.Fatalf("vault agent accepts a broken configuration:\n%s", out)
+			}
+		})
+	}
+}
+
+// fluentBitFlags are the command-line options of Fluent Bit's CLI the
+// log-shipper template may use, with whether each takes a value, as its
+// documentation lists them (docs.fluentbit.io, "Configure Fluent Bit",
+// command line interface; unchanged from 3.2 through the 4.x and 5.x
+// lines): -H/--http, -P/--port, -f/--flush, -i/--input, -p/--prop,
+// -o/--output, -m/--match.
+var fluentBitFlags = map[string]bool{
+	"--http": false, "--port": true, "--flush": true,
+	"--input": true, "--prop": true, "--output": true, "--match": true,
+}
+
+// tailProperties are the tail input's documented properties the template
+// sets (docs.fluentbit.io, inputs/tail).
+var tailProperties = map[string]*regexp.Regexp{
+	"path":            regexp.MustCompile(`^/\S+$`),
+	"db":              regexp.MustCompile(`^/\S+$`),
+	"mem_buf_limit":   regexp.MustCompile(`^[1-9][0-9]*[KMG]$`), // a size: a number and a unit
+	"skip_long_lines": regexp.MustCompile(`^(on|off)$`),
+}
+
+// TestLogShipperArgs: Fluent Bit, a C program, cannot be built or run
+// here, so the log-shipper's arguments are checked against Fluent Bit's
+// documented command line in every case lint renders: only documented
+// options, each with a value where it takes one, a tail input with
+// documented properties of the documented form, a forward output to
+// host:port, and a match for it.
+func TestLogShipperArgs(t *testing.T) {
+	forwardURL := regexp.MustCompile(`^forward://[a-z0-9]([-a-z0-9.]*[a-z0-9])?:([1-9][0-9]{0,4})$`)
+	for _, c := range renderCases(t, "log-shipper") {
+		t.Run(c.label, func(t *testing.T) {
+			shipper, ok := c.containers["graft-log-shipper"]
+			if !ok {
+				t.Fatal("no graft-log-shipper container")
+			}
+			var input, output, match string
+			props := map[string]string{}
+			for _, a := range shipper.Args {
+				flag, value, hasValue := strings.Cut(a, "=")
+				takesValue, known := fluentBitFlags[flag]
+				switch {
+				case !known:
+					t.Errorf("%q: not an option Fluent Bit documents", a)
+					continue
+				case takesValue != hasValue:
+					t.Errorf("%q: %s takes a value: %t", a, flag, takesValue)
+					continue
+				}
+				switch flag {
+				case "--input":
+					input = value
+				case "--output":
+					output = value
+				case "--match":
+					match = value
+				case "--port", "--flush":
+					if n, err := strconv.Atoi(value); err != nil || n < 1 {
+						t.Errorf("%q: want a positive integer", a)
+					}
+				case "--prop":
+					k, v, ok := strings.Cut(value, "=")
+					if !ok {
+						t.Errorf("%q: want KEY=VALUE", a)
+					}
+					props[k] = v
+				}
+			}
+			if input != "tail" {
+				t.Errorf("input %q, want tail", input)
+			}
+			for k, v := range props {
+				re, ok := tailProperties[k]
+				if !ok {
+					t.Errorf("tail property %q is not one the template is checked for", k)
+				} else if !re.MatchString(v) {
+					t.Errorf("tail property %s=%q does not match %s", k, v, re)
+				}
+			}
+			if !strings.HasSuffix(props["path"], "/*.log") {
+				t.Errorf("tail path %q does not read the *.log files of the shared directory", props["path"])
+			}
+			if !forwardURL.MatchString(output) {
+				t.Errorf("output %q is not forward://host:port", output)
+			}
+			if match != "*" {
+				t.Errorf("match %q: the output must take every record", match)
 			}
 		})
 	}
