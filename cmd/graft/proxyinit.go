@@ -35,8 +35,7 @@ sent to. IPv6 is not redirected.
 It replaces its own table (` + redirect.TableName + `) whole, in one transaction,
 so running it again is harmless. It needs CAP_NET_ADMIN in the namespace:
 the mesh-proxy template runs it as root with that capability alone.`,
-		Example: `  graft proxy-init --proxy-uid=1337 --outbound-port=15001 --inbound-port=15006 \
-    --exclude-inbound-ports=15021 --exclude-outbound-ports=5432`,
+		Example: `  graft proxy-init --proxy-uid=1337 --exclude-inbound-ports=15021 --exclude-outbound-ports=5432`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runProxyInit(cmd.OutOrStdout(), f)
