@@ -79,7 +79,7 @@ type Profile struct {
 	// parameter of every template the profile may inject that declares
 	// it: the profile's value, else the template's default, holds. An
 	// annotation setting another value is answered per onInvalidParams.
-	// The built-in profiles lock *.image.
+	// The built-in profiles lock *.image and *.proxyInitImage.
 	LockedParams []string `json:"lockedParams,omitempty"`
 	// AllowedImages, when not empty, are the prefixes every image graft
 	// injects must start with (the rendered containers' and init
@@ -241,8 +241,9 @@ func firstDuplicate(names []string) string {
 // order is the injection order.
 func DefaultConfig() Config {
 	// A Pod author must not be able to swap the sidecar that runs next to
-	// their app: every profile locks every template's image.
-	locked := []string{"*.image"}
+	// their app, nor the image the mesh proxy's redirection runs as root
+	// with NET_ADMIN: every profile locks every template's images.
+	locked := []string{"*.image", "*.proxyInitImage"}
 	only := func(names ...string) Profile { return Profile{Templates: names, LockedParams: locked} }
 	return Config{
 		DefaultProfile: "enabled",
@@ -252,7 +253,6 @@ func DefaultConfig() Config {
 				AllowedTemplates: []string{"mesh-proxy", "secrets-agent", "otel-agent", "log-shipper"},
 				LockedParams:     locked,
 			},
-			"agent":         only("agent"),
 			"mesh-proxy":    only("mesh-proxy"),
 			"log-shipper":   only("log-shipper"),
 			"otel-agent":    only("otel-agent"),
