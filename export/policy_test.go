@@ -23,7 +23,7 @@ func builtinSet(t *testing.T) *templates.Set {
 
 func TestExportWiring(t *testing.T) {
 	set := builtinSet(t)
-	cfg := inject.DefaultConfig()
+	cfg := fixture.Config()
 	cfg.Profiles["lenient"] = inject.Profile{Templates: []string{"agent"}, OnInvalidParams: inject.InvalidUseDefault}
 	cfg.Profiles["hostnet"] = inject.Profile{Templates: []string{"agent"}, InjectHostNetwork: true}
 	cfg.Profiles["keep"] = inject.Profile{Templates: []string{"agent"}, OnConflict: inject.ConflictKeep}

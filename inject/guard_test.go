@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/graftdev/graft/templates"
 )
 
 // guardConfig has a profile that locks the agent's image and log level,
@@ -80,10 +79,7 @@ func TestLockedParamsAndAllowedImages(t *testing.T) {
 }
 
 func TestGuardsValidateConfig(t *testing.T) {
-	set, err := templates.Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := testTemplates(t)
 	profile := func(p Profile) Config {
 		if p.Templates == nil {
 			p.Templates = []string{"agent"}

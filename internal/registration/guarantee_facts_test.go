@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/fixture"
 	"github.com/graftdev/graft/internal/vapeval"
 	"github.com/graftdev/graft/templates"
 )
@@ -36,9 +37,11 @@ func TestFactsOfBuiltins(t *testing.T) {
 	want := map[string]*ContainerFacts{
 		// The image parameter's value, whatever it is.
 		"graft-proxy": {Kinds: []string{kindNative}, ImageParams: []string{"image"}},
-		// Only with trafficRedirect: init-container; its image is the
-		// template's own.
-		"graft-proxy-init": {Kinds: []string{kindInit}, Images: []string{"ghcr.io/graftdev/proxy-init:1.0.0"}},
+		// Only with trafficRedirect: init-container. Its image is
+		// parameter proxyInitImage, but the facts probe each parameter
+		// with the others at their defaults, where the container is not
+		// rendered: they read the default image as the template's own.
+		"graft-proxy-init": {Kinds: []string{kindInit}, Images: []string{"ghcr.io/graftdev/graft:v0.1.0"}},
 	}
 	if !reflect.DeepEqual(f.Containers, want) {
 		t.Errorf("mesh-proxy: %s, want %s", mustJSONString(t, f.Containers), mustJSONString(t, want))
@@ -101,10 +104,7 @@ fragment: |
 // them. A template named like its container, next to one whose volume has
 // a container's name, is read right both ways.
 func TestGuaranteeReadsClaimsNotNames(t *testing.T) {
-	set, err := templates.Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := fixture.Templates(t)
 	solo := mustTemplate(t, `name: solo
 description: test
 podSecurity: baseline

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/fixture"
 	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/internal/vapeval"
 )
@@ -56,7 +57,7 @@ type rig struct {
 func newRig(t *testing.T, data string) *rig {
 	t.Helper()
 	f := parse(t, data)
-	rc, err := f.RevisionsConfig("")
+	rc, err := f.RevisionsConfig(fixture.Dir())
 	if err != nil {
 		t.Fatal(err)
 	}
