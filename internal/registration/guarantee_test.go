@@ -221,7 +221,7 @@ func TestGuaranteeRefusesStrippedAndSpoofed(t *testing.T) {
 	spoof.Labels = map[string]string{names.Injected: "v1"}
 	spoof.Annotations = map[string]string{names.Status: status}
 	spoof.Spec.InitContainers = []corev1.Container{
-		{Name: "graft-proxy-init", Image: "ghcr.io/graftdev/proxy-init:1.0.0"},
+		{Name: "graft-proxy-init", Image: "ghcr.io/graftdev/graft:v0.1.0"},
 		{Name: "graft-proxy", Image: "evil.example/proxy:1", RestartPolicy: ptr(corev1.ContainerRestartPolicyAlways),
 			SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}},
 	}
