@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
 )
 
 // guardConfig has a profile that locks the agent's image and log level,

@@ -36,7 +36,7 @@ It replaces its own table (` + redirect.TableName + `) whole, in one transaction
 so running it again is harmless. It needs CAP_NET_ADMIN in the namespace:
 the mesh-proxy template runs it as root with that capability alone.`,
 		Example: `  graft proxy-init --proxy-uid=1337 --exclude-inbound-ports=15021 --exclude-outbound-ports=5432`,
-		Args: cobra.NoArgs,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runProxyInit(cmd.OutOrStdout(), f)
 		},
