@@ -47,6 +47,8 @@ type serverSetup struct {
 	clock      func() time.Time
 	// noWaitReady skips waiting for /readyz.
 	noWaitReady bool
+	// tokenReviewer is Options.TokenReviewer.
+	tokenReviewer func() (TokenReviewer, error)
 }
 
 func startServer(t *testing.T, setup serverSetup) *testServer {
@@ -84,12 +86,13 @@ func startServer(t *testing.T, setup serverSetup) *testServer {
 				setup.override(s)
 			}
 		},
-		Logger:       log,
-		Level:        &lvl,
-		Registry:     ts.reg,
-		Clock:        setup.clock,
-		OnReload:     func(err error) { ts.reloads <- err },
-		OnCertReload: func(err error) { ts.certEvs <- err },
+		Logger:        log,
+		Level:         &lvl,
+		Registry:      ts.reg,
+		Clock:         setup.clock,
+		OnReload:      func(err error) { ts.reloads <- err },
+		OnCertReload:  func(err error) { ts.certEvs <- err },
+		TokenReviewer: setup.tokenReviewer,
 	})
 	if err != nil {
 		t.Fatal(err)
