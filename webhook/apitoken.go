@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -88,10 +89,8 @@ type tokenAuth struct {
 
 // tokenVerdict is a remembered review of one token.
 type tokenVerdict struct {
-	// audience is the full audience the token was checked for.
-	audience string
-	err      error // nil: accepted
-	until    time.Time
+	err   error // nil: accepted
+	until time.Time
 }
 
 func newTokenAuth(cfg *config.APIServerToken, review TokenReviewer, now func() time.Time) *tokenAuth {
@@ -104,7 +103,10 @@ func newTokenAuth(cfg *config.APIServerToken, review TokenReviewer, now func() t
 }
 
 // check returns nil if the request carries a token the API server
-// vouches for, for this webhook and the request's path.
+// vouches for, for one of graft's webhook routes. A token is for one
+// webhook's URL, path included, and the API server's admission kubeconfig
+// (how 1.37 presents one) holds one token per server: graft accepts it on
+// every route, since they are all one server's.
 func (a *tokenAuth) check(ctx *fasthttp.RequestCtx) error {
 	token, ok := bytes.CutPrefix(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization), []byte("Bearer "))
 	if !ok || len(token) == 0 {
@@ -113,40 +115,46 @@ func (a *tokenAuth) check(ctx *fasthttp.RequestCtx) error {
 	if len(token) > maxTokenBytes {
 		return fmt.Errorf("bearer token of %d bytes: no ServiceAccount token is that long", len(token))
 	}
-	path := ctx.Path()
 	key := sha256.Sum256(token)
 	now := a.now()
 	a.mu.Lock()
 	v, ok := a.cache[key]
 	a.mu.Unlock()
-	if ok && now.Before(v.until) && a.isAudience(v.audience, path) {
+	if ok && now.Before(v.until) {
 		return v.err
 	}
-	audience := a.audience + string(path)
 	// Not the request's context: fasthttp's ends with the server, and a
 	// review is bounded by tokenReviewTimeout.
-	final, err := a.verify(context.Background(), string(token), audience, now)
+	final, err := a.verify(context.Background(), string(token), now)
 	if final {
-		a.remember(key, audience, err, now, string(token))
+		a.remember(key, err, now, string(token))
 	}
 	return err
 }
 
-// isAudience reports whether audience is this webhook's for path, without
-// allocating.
-func (a *tokenAuth) isAudience(audience string, path []byte) bool {
-	return len(audience) == len(a.audience)+len(path) && audience[:len(a.audience)] == a.audience &&
-		audience[len(a.audience):] == string(path)
+// ours reports whether audience is the URL of one of graft's webhook
+// routes: the configured base and /inject or a path under it.
+func (a *tokenAuth) ours(audience string) bool {
+	path, ok := strings.CutPrefix(audience, a.audience)
+	return ok && (path == string(routeInject) || strings.HasPrefix(path, string(routeInject)+"/"))
 }
 
 // verify has the API server review token, then checks what it says of the
 // token's binding. final is false when no verdict was reached (the review
 // could not be made), which is not remembered.
-func (a *tokenAuth) verify(ctx context.Context, token, audience string, now time.Time) (final bool, err error) {
-	if !jwtUnexpired(token, now) {
+func (a *tokenAuth) verify(ctx context.Context, token string, now time.Time) (final bool, err error) {
+	claims, ok := parseJWTClaims(token)
+	if !ok || !now.Before(claims.expiry()) {
 		// Not a token the API server could accept: spare it the review.
 		return true, errors.New("bearer token is not an unexpired JWT")
 	}
+	// The claim only picks which of graft's audiences to ask the API
+	// server about; the review decides whether the token has it.
+	i := slices.IndexFunc(claims.Aud, a.ours)
+	if i < 0 {
+		return true, fmt.Errorf("the token is not for graft's webhook (its audiences: %q; want %s/inject...)", claims.Aud, a.audience)
+	}
+	audience := claims.Aud[i]
 	select {
 	case a.reviews <- struct{}{}:
 		defer func() { <-a.reviews }()
@@ -184,13 +192,13 @@ func (a *tokenAuth) judge(r TokenReview, audience string) error {
 
 // remember keeps a verdict: an acceptance for tokenReviewTTL at most and
 // never past the token's own expiry, a refusal for tokenRefusalTTL.
-func (a *tokenAuth) remember(key [sha256.Size]byte, audience string, err error, now time.Time, token string) {
+func (a *tokenAuth) remember(key [sha256.Size]byte, err error, now time.Time, token string) {
 	until := now.Add(tokenRefusalTTL)
 	if err == nil {
 		until = now.Add(tokenReviewTTL)
 		// The review proved the token genuine, so its exp claim is too.
-		if exp, ok := jwtExpiry(token); ok && exp.Before(until) {
-			until = exp
+		if claims, ok := parseJWTClaims(token); ok && claims.expiry().Before(until) {
+			until = claims.expiry()
 		}
 	}
 	a.mu.Lock()
@@ -205,36 +213,49 @@ func (a *tokenAuth) remember(key [sha256.Size]byte, audience string, err error, 
 			clear(a.cache)
 		}
 	}
-	a.cache[key] = tokenVerdict{audience: audience, err: err, until: until}
+	a.cache[key] = tokenVerdict{err: err, until: until}
 }
 
-// jwtExpiry reads a JWT's exp claim, unverified: callers trust it only
-// once the issuer has vouched for the token, or use it only to refuse.
-func jwtExpiry(token string) (time.Time, bool) {
-	parts := bytes.SplitN([]byte(token), []byte("."), 4)
+// jwtClaims are the claims of a JWT graft reads, unverified: to refuse
+// what no issuer would accept, to choose what to ask the issuer, and,
+// once the issuer has vouched for the token, to know its expiry.
+type jwtClaims struct {
+	Exp int64    `json:"exp"`
+	Aud audClaim `json:"aud"`
+}
+
+func (c jwtClaims) expiry() time.Time { return time.Unix(c.Exp, 0) }
+
+// audClaim is a JWT's aud: one string or a list of them.
+type audClaim []string
+
+func (a *audClaim) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*a = audClaim{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return err
+	}
+	*a = many
+	return nil
+}
+
+// parseJWTClaims decodes the payload of a compact JWT.
+func parseJWTClaims(token string) (jwtClaims, bool) {
+	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
-		return time.Time{}, false
+		return jwtClaims{}, false
 	}
-	payload, err := base64.RawURLEncoding.DecodeString(string(parts[1]))
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
 	if err != nil {
-		return time.Time{}, false
+		return jwtClaims{}, false
 	}
-	var claims struct {
-		Exp *json.Number `json:"exp"`
+	var c jwtClaims
+	if err := json.Unmarshal(payload, &c); err != nil || c.Exp == 0 {
+		return jwtClaims{}, false
 	}
-	if err := json.Unmarshal(payload, &claims); err != nil || claims.Exp == nil {
-		return time.Time{}, false
-	}
-	exp, err := claims.Exp.Int64()
-	if err != nil {
-		return time.Time{}, false
-	}
-	return time.Unix(exp, 0), true
-}
-
-// jwtUnexpired reports whether token looks like a JWT whose exp is still
-// ahead: the cheap refusal of what no issuer would accept.
-func jwtUnexpired(token string, now time.Time) bool {
-	exp, ok := jwtExpiry(token)
-	return ok && now.Before(exp)
+	return c, true
 }

@@ -1,10 +1,11 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -25,12 +26,19 @@ const (
 
 var testTokenConfig = config.APIServerToken{Audience: testAudience, WebhookConfiguration: testMWC}
 
-// fakeJWT is a token shaped as a JWT expiring at exp; its signature is
-// nothing, so only a reviewer can say it is good.
-func fakeJWT(exp time.Time, id string) string {
+// fakeJWT is a token shaped as a JWT for audience aud (graft's /inject
+// if empty) expiring at exp; its signature is nothing, so only a reviewer
+// can say it is good.
+func fakeJWT(exp time.Time, id string, aud ...string) string {
+	if aud == nil {
+		aud = []string{testAudience + "/inject"}
+	}
+	claims, err := json.Marshal(map[string]any{"exp": exp.Unix(), "jti": id, "aud": aud})
+	if err != nil {
+		panic(err)
+	}
 	enc := base64.RawURLEncoding.EncodeToString
-	return enc([]byte(`{"alg":"RS256"}`)) + "." +
-		enc(fmt.Appendf(nil, `{"exp":%d,"jti":%q}`, exp.Unix(), id)) + ".c2ln"
+	return enc([]byte(`{"alg":"RS256"}`)) + "." + enc(claims) + ".c2ln"
 }
 
 // reviewer answers reviews from a table of tokens and counts them.
@@ -91,47 +99,58 @@ func request(path, authorization string) *fasthttp.RequestCtx {
 
 func TestTokenCheck(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	good := fakeJWT(now.Add(10*time.Minute), "good")
+	exp := now.Add(10 * time.Minute)
+	good := fakeJWT(exp, "good")
+	forAgent := fakeJWT(exp, "agent", testAudience+"/inject/agent")
 	tests := []struct {
-		name, path, auth string
-		review           TokenReview // for the token in auth
-		reviewErr        error
-		want             string // "" accepted, else part of the refusal
-		reviews          int    // TokenReviews made
+		name, path, token, scheme string
+		review                    TokenReview // the reviewer's answer for token
+		reviewErr                 error
+		want                      string // "" accepted, else part of the refusal
+		reviews                   int    // TokenReviews made
 	}{
-		{name: "the API server's token", path: "/inject", auth: "Bearer " + good,
+		{name: "the API server's token", path: "/inject", token: good,
 			review: apiServerReview(testAudience+"/inject", testMWC), reviews: 1},
-		{name: "a profile's path is its own audience", path: "/inject/agent", auth: "Bearer " + good,
+		{name: "a token for one route on another route of graft's", path: "/inject", token: forAgent,
 			review: apiServerReview(testAudience+"/inject/agent", testMWC), reviews: 1},
+		{name: "one of several audiences", path: "/inject", token: fakeJWT(exp, "two", "https://other.svc:443/x", testAudience+"/inject"),
+			review: apiServerReview(testAudience+"/inject", testMWC), reviews: 1},
 		{name: "no header", path: "/inject", want: "no bearer token"},
-		{name: "another scheme", path: "/inject", auth: "Basic " + good, want: "no bearer token"},
-		{name: "not a JWT", path: "/inject", auth: "Bearer abc", want: "not an unexpired JWT"},
-		{name: "expired", path: "/inject", auth: "Bearer " + fakeJWT(now.Add(-time.Second), "old"), want: "not an unexpired JWT"},
-		{name: "too long", path: "/inject", auth: "Bearer " + strings.Repeat("a", maxTokenBytes+1), want: "bytes"},
-		{name: "not authenticated", path: "/inject", auth: "Bearer " + good,
+		{name: "another scheme", path: "/inject", scheme: "Basic ", token: good, want: "no bearer token"},
+		{name: "not a JWT", path: "/inject", token: "abc", want: "not an unexpired JWT"},
+		{name: "expired", path: "/inject", token: fakeJWT(now.Add(-time.Second), "old"), want: "not an unexpired JWT"},
+		{name: "too long", path: "/inject", token: strings.Repeat("a", maxTokenBytes+1), want: "bytes"},
+		{name: "for another webhook", path: "/inject", token: fakeJWT(exp, "other", "https://other.other.svc:443/inject"), want: "not for graft's webhook"},
+		{name: "for a route graft does not serve", path: "/inject", token: fakeJWT(exp, "metrics", testAudience+"/metrics"), want: "not for graft's webhook"},
+		{name: "for a look-alike host", path: "/inject", token: fakeJWT(exp, "evil", testAudience+".evil.example/inject"), want: "not for graft's webhook"},
+		{name: "not authenticated", path: "/inject", token: good,
 			review: TokenReview{Error: "token has been invalidated"}, want: "invalidated", reviews: 1},
-		{name: "for another path", path: "/inject", auth: "Bearer " + good,
+		{name: "its claim says graft, the issuer does not", path: "/inject", token: good,
 			review: apiServerReview(testAudience+"/inject/agent", testMWC), want: "does not authenticate", reviews: 1},
-		{name: "an authenticator that ignores audiences", path: "/inject", auth: "Bearer " + good,
+		{name: "an authenticator that ignores audiences", path: "/inject", token: good,
 			review: TokenReview{Authenticated: true, Username: "admin"}, want: "not for", reviews: 1},
-		{name: "bound to another webhook", path: "/inject", auth: "Bearer " + good,
+		{name: "bound to another webhook configuration", path: "/inject", token: good,
 			review: apiServerReview(testAudience+"/inject", "other"), want: "not bound to MutatingWebhookConfiguration graft", reviews: 1},
-		{name: "a plain ServiceAccount token", path: "/inject", auth: "Bearer " + good,
+		{name: "a plain ServiceAccount token", path: "/inject", token: good,
 			review: TokenReview{Authenticated: true, Audiences: []string{testAudience + "/inject"}, Username: "system:serviceaccount:team:app"},
 			want:   "not bound", reviews: 1},
-		{name: "attesting one group only", path: "/inject", auth: "Bearer " + good,
+		{name: "attesting one group only", path: "/inject", token: good,
 			review: apiServerReview(testAudience+"/inject", testMWC, "apps"), want: "attests", reviews: 1},
-		{name: "the review fails", path: "/inject", auth: "Bearer " + good,
+		{name: "the review fails", path: "/inject", token: good,
 			reviewErr: errors.New("connection refused"), want: "token review: connection refused", reviews: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &reviewer{answers: map[string]TokenReview{}, err: tt.reviewErr}
 			if tt.review.Audiences != nil || tt.review.Error != "" || tt.review.Authenticated {
-				r.answers[good] = tt.review
+				r.answers[tt.token] = tt.review
 			}
 			a := newTokenAuth(&testTokenConfig, r.review, func() time.Time { return now })
-			err := a.check(request(tt.path, tt.auth))
+			auth := ""
+			if tt.token != "" {
+				auth = cmp.Or(tt.scheme, "Bearer ") + tt.token
+			}
+			err := a.check(request(tt.path, auth))
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)
@@ -274,4 +293,21 @@ func TestAPIServerTokenNeedsAReviewer(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no way to review tokens") {
 		t.Fatalf("New: %v, want an error naming the missing reviewer", err)
 	}
+}
+
+// The token's claims are read from untrusted bytes before any review:
+// whatever a client sends, reading them neither panics nor yields a token
+// without an expiry.
+func FuzzJWTClaims(f *testing.F) {
+	f.Add(fakeJWT(time.Unix(1_800_000_000, 0), "seed"))
+	f.Add(fakeJWT(time.Unix(1_800_000_000, 0), "seed", "a", "b"))
+	f.Add("a.b.c")
+	f.Add("..")
+	f.Add("eyJhbGciOiJub25lIn0.eyJleHAiOiJ4In0.")
+	f.Fuzz(func(t *testing.T, token string) {
+		c, ok := parseJWTClaims(token)
+		if ok && c.Exp == 0 {
+			t.Fatalf("%q: claims without an expiry accepted", token)
+		}
+	})
 }
