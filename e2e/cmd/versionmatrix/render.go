@@ -59,14 +59,20 @@ func render(command string, now time.Time, runs []versionRun) string {
 	}
 
 	b.WriteString("\n## What each version lacks\n\n")
-	oldest := ""
+	// floor is the oldest version from which every newer one (runs are
+	// oldest first) passed too.
+	floor, held := "", true
+	for i := len(runs) - 1; i >= 0 && held; i-- {
+		if held = runs[i].passed(); held {
+			floor = runs[i].version
+		}
+	}
 	for _, r := range runs {
 		fmt.Fprintf(&b, "- **%s**: ", r.version)
 		var notes []string
 		if r.broken != "" {
 			notes = append(notes, r.broken)
 		}
-		failed := 0
 		for _, name := range tests {
 			o, ok := r.tests[name]
 			if !ok {
@@ -76,7 +82,6 @@ func render(command string, now time.Time, runs []versionRun) string {
 			case "skip":
 				notes = append(notes, fmt.Sprintf("`%s` skipped: %s", name, o.reason))
 			case "fail":
-				failed++
 				notes = append(notes, fmt.Sprintf("`%s` **failed**: %s", name, o.reason))
 			}
 		}
@@ -85,12 +90,22 @@ func render(command string, now time.Time, runs []versionRun) string {
 		}
 		b.WriteString(strings.Join(notes, "; "))
 		b.WriteString(".\n")
-		if oldest == "" && r.broken == "" && failed == 0 && len(r.tests) > 0 {
-			oldest = r.version
-		}
 	}
-	if oldest != "" {
-		fmt.Fprintf(&b, "\nThe oldest version on which no test failed: %s.\n", oldest)
+	if floor != "" {
+		fmt.Fprintf(&b, "\nThe oldest version from which every version passed: %s.\n", floor)
 	}
 	return b.String()
+}
+
+// passed reports whether the run happened and no test failed.
+func (r versionRun) passed() bool {
+	if r.broken != "" || len(r.tests) == 0 {
+		return false
+	}
+	for _, o := range r.tests {
+		if o.action == "fail" {
+			return false
+		}
+	}
+	return true
 }

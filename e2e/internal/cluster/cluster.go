@@ -218,6 +218,16 @@ func (c *Cluster) RESTConfig() *rest.Config {
 	}
 }
 
+// ServerVersion is the version the API server reports on /version, such
+// as v1.37.2: what results files name, never a constant.
+func (c *Cluster) ServerVersion() (string, error) {
+	v, err := c.Client.Discovery().ServerVersion()
+	if err != nil {
+		return "", fmt.Errorf("kube-apiserver /version: %w", err)
+	}
+	return v.GitVersion, nil
+}
+
 // APIOnly reports whether only etcd and kube-apiserver run: no
 // controllers and no nodes (Options.APIOnly).
 func (c *Cluster) APIOnly() bool { return c.opts.APIOnly }
