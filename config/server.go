@@ -115,18 +115,21 @@ type Server struct {
 // APIServerToken says which token graft accepts from the API server. A
 // ServiceAccount token is accepted when the API server's TokenReview (the
 // issuer's own check of signature, expiry, audience and bound object)
-// authenticates it for the request's audience, and the token is bound to
-// WebhookConfiguration and attests admissionReviewAPIGroups "*": Pods are
-// of the core group, which only a token for all groups covers, and only
-// kube-apiserver's own ServiceAccount may be given one. graft's
+// authenticates it for one of graft's webhook URLs, and says the token is
+// bound to WebhookConfiguration and attests admissionReviewAPIGroups "*":
+// Pods are of the core group, which only a token for all groups covers,
+// and only kube-apiserver's own ServiceAccount may be given one. graft's
 // ServiceAccount needs permission to create TokenReviews
 // (system:auth-delegator). A review is remembered for a minute at most,
-// never past the token's expiry.
+// never past the token's expiry; a refusal for ten seconds.
 type APIServerToken struct {
-	// Audience is the webhook's URL without its path, as the API server
-	// names the token's audience: for a service: reference,
-	// https://<service>.<namespace>.svc:<port>. The request's path is
-	// appended: a token for /inject is not one for /inject/agent.
+	// Audience is graft's webhook URL without its path, as the API server
+	// names a token's audience: for a service: reference,
+	// https://<service>.<namespace>.svc:<port>. A token's audience must be
+	// this followed by one of graft's routes (/inject, /inject/...): a
+	// token is issued for one webhook's URL, and graft accepts it on all
+	// its routes, since the API server's admission kubeconfig presents
+	// one token per server.
 	Audience string `json:"audience"`
 	// WebhookConfiguration is the MutatingWebhookConfiguration the token
 	// must be bound to: graft's registration.
