@@ -73,6 +73,8 @@ func (r *versionRun) read(in io.Reader) error {
 			pkgOutput = append(pkgOutput, e.Output)
 		case e.Test == "" && e.Action == "fail":
 			failedPkg = true
+		case e.Test == "":
+			// Another package's start, pass or skip.
 		case e.Action == "output":
 			outputs[top] = append(outputs[top], e.Output)
 		case sub:

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/graftdev/graft/internal/proc"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -181,7 +182,7 @@ func StartControlPlane(ctx context.Context, o Options, apiserverArgs ...string) 
 		return c, fmt.Errorf("clientset: %w", err)
 	}
 	if o.APIOnly {
-		return c, nil
+		return c, c.systemServiceAccounts(ctx)
 	}
 	if c.controllers, err = startControllerManager(ctx, o.KubeControllerManager, o.Dir, c.apiserver, c.Client, o.ControllerManagerArgs); err != nil {
 		return c, err
@@ -354,4 +355,26 @@ func TempRoot() string {
 // RESTConfig does, for the graft commands that read a cluster.
 func (c *Cluster) WriteKubeconfig(path string) error {
 	return c.apiserver.writeKubeconfig(path, adminUser)
+}
+
+// systemNamespaces are the namespaces kube-apiserver makes itself.
+var systemNamespaces = []string{"default", "kube-system", "kube-public"}
+
+// systemServiceAccounts gives the API server's own namespaces their
+// default ServiceAccount once they exist, as the controller manager would
+// (APIOnly), so Pods can be created there too.
+func (c *Cluster) systemServiceAccounts(ctx context.Context) error {
+	for _, ns := range systemNamespaces {
+		err := proc.Poll(ctx, c.apiserver.proc, 100*time.Millisecond, func(ctx context.Context) error {
+			_, err := c.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("namespace %s: %w", ns, err)
+		}
+		if err := c.WaitServiceAccount(ctx, ns); err != nil {
+			return err
+		}
+	}
+	return nil
 }
