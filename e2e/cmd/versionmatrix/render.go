@@ -73,6 +73,9 @@ func render(command string, now time.Time, runs []versionRun) string {
 		if r.broken != "" {
 			notes = append(notes, r.broken)
 		}
+		// Skips grouped by their reason, in the order first met.
+		var reasons []string
+		skipped := map[string][]string{}
 		for _, name := range tests {
 			o, ok := r.tests[name]
 			if !ok {
@@ -80,10 +83,16 @@ func render(command string, now time.Time, runs []versionRun) string {
 			}
 			switch o.action {
 			case "skip":
-				notes = append(notes, fmt.Sprintf("`%s` skipped: %s", name, o.reason))
+				if _, seen := skipped[o.reason]; !seen {
+					reasons = append(reasons, o.reason)
+				}
+				skipped[o.reason] = append(skipped[o.reason], "`"+name+"`")
 			case "fail":
 				notes = append(notes, fmt.Sprintf("`%s` **failed**: %s", name, o.reason))
 			}
+		}
+		for _, reason := range reasons {
+			notes = append(notes, fmt.Sprintf("%s skipped: %s", strings.Join(skipped[reason], ", "), reason))
 		}
 		if len(notes) == 0 {
 			notes = append(notes, "nothing: every test passed")

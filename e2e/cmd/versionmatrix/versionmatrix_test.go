@@ -64,6 +64,7 @@ func TestRender(t *testing.T) {
 		"| `TestExportX` | – | skip | – | pass |",
 		"**v1.29.6**: the harness did not start: e2e: start: kube-apiserver: exited: unknown flag --endpoint-reconciler-type.",
 		"`TestExportX` skipped: kube-apiserver v1.30.14: needs 1.36 or later for MutatingAdmissionPolicy v1",
+		"**v1.30.14**: `TestB` **failed**",
 		"`TestB` **failed**: Pod refused: forbidden",
 		"**v1.31.14**: no results",
 		"**v1.37.2**: nothing: every test passed.",
