@@ -44,11 +44,14 @@ E2E_TIMEOUT     ?= 20m
 # E2E_RUN narrows the suite to matching tests: make e2e E2E_RUN=Reinvocation
 E2E_RUN         ?= .
 
-E2E_APISERVER_LDFLAGS := -s -w \
-	-X k8s.io/component-base/version.gitVersion=$(E2E_K8S_VERSION) \
+# k8s-ldflags stamps version $(1) (v1.NN.P), minor $(2), into a Kubernetes
+# binary, as its release build does: the API server reports it on /version.
+k8s-ldflags = -s -w \
+	-X k8s.io/component-base/version.gitVersion=$(1) \
 	-X k8s.io/component-base/version.gitMajor=1 \
-	-X k8s.io/component-base/version.gitMinor=$(E2E_K8S_MINOR) \
+	-X k8s.io/component-base/version.gitMinor=$(2) \
 	-X k8s.io/component-base/version.gitTreeState=clean
+E2E_APISERVER_LDFLAGS := $(call k8s-ldflags,$(E2E_K8S_VERSION),$(E2E_K8S_MINOR))
 
 # What the harness is told about the binaries it runs; helm (built by the
 # Makefile) renders the chart the suite dry-run applies.
@@ -129,3 +132,58 @@ $(E2E_KWOK_STAGES):
 e2e-graft:
 	@mkdir -p $(E2E_BIN)
 	$(GO) build -trimpath -o $(E2E_GRAFT) ./cmd/graft
+
+# The version matrix: the API-level suites (admission alone: no
+# controllers, no nodes) against each minor the README claims, newest
+# last. Each kube-apiserver is built once from its builder module,
+# e2e/tools/matrix/kubernetes-1.NN (written by builder.sh there), and cached
+# by version; the harness's own version comes from e2e/tools/kube-apiserver.
+# Cold on the 2-core machine a kube-apiserver takes 8 to 11 minutes, so the
+# first make e2e-matrix takes over an hour; later ones minutes.
+E2E_MATRIX_VERSIONS := v1.30.14 v1.31.14 v1.32.13 v1.33.13 v1.34.4 v1.35.4 v1.36.3 $(E2E_K8S_VERSION)
+E2E_OLDEST_VERSION  := $(firstword $(E2E_MATRIX_VERSIONS))
+# The API-level suites: webhooks and what the API server does around them
+# (skips, conflicts, reinvocation, dry-run, budgets), the guarantee policy,
+# export, Pod Security and Pod validity, the goldens. A test that does not
+# apply to a version skips and says why.
+E2E_MATRIX_RUN := ^(TestAPIServerIsThePinnedVersion|TestShippedPolicyInAPIServer|TestEveryBuiltinTemplateIsAccepted|TestInjectedPodMatchesGolden|TestOneCallPerCreate|TestUnlabelledNamespaceNeverCallsGraft|TestPodOptOut|TestExcludedNamespacesNeverInjected|TestSidecarNameConflict.*|TestReinvocationWithForeignMutator|TestSidecarsStayNativeAfterAStrippingWebhook|TestInvalidRenderIsDeniedByGraft|TestHugePodInjected|TestServerSideDryRun|TestGuarantee.*|TestExport.*|TestRestrictedNamespaceEveryTemplate|TestPodSecuritySplitRegistration|TestPodLevelResourcesStayValid|TestWindowsPodSkipped)$$
+# ACCEPTANCE_SAMPLE is how many Pods of the acceptance corpus a matrix run
+# sends (x 8 profiles x 3 Pod Security levels).
+ACCEPTANCE_SAMPLE ?= 30
+E2E_MATRIX_DIR := $(CACHE)/e2e-matrix
+
+.PHONY: e2e-matrix e2e-oldest
+
+## e2e-matrix: the API-level suites and an acceptance sample against every Kubernetes minor the README claims (each kube-apiserver built once); writes docs/reference/kubernetes-versions.md.
+e2e-matrix: e2e-graft $(E2E_ETCD) $(HELM)
+	@mkdir -p $(E2E_MATRIX_DIR)
+	@set -e; for v in $(E2E_MATRIX_VERSIONS); do \
+		$(MAKE) --no-print-directory $(E2E_BIN)/kube-apiserver-$$v; \
+		$(MAKE) --no-print-directory e2e-api-run E2E_API_VERSION=$$v E2E_API_JSON=$(E2E_MATRIX_DIR)/$$v.json || true; \
+	done
+	cd e2e && $(GO) run ./cmd/versionmatrix -command 'make e2e-matrix' -out ../docs/reference/kubernetes-versions.md \
+		$(foreach v,$(E2E_MATRIX_VERSIONS),$(v)=$(abspath $(E2E_MATRIX_DIR))/$(v).json)
+
+## e2e-oldest: the API-level suites and an acceptance sample against the oldest Kubernetes the README claims (part of make test).
+e2e-oldest: e2e-graft $(E2E_ETCD) $(HELM) $(E2E_BIN)/kube-apiserver-$(E2E_OLDEST_VERSION)
+	@$(MAKE) --no-print-directory e2e-api-run E2E_API_VERSION=$(E2E_OLDEST_VERSION)
+
+# One API-level run against kube-apiserver E2E_API_VERSION, its go test
+# -json stream kept in E2E_API_JSON when that is set.
+e2e-api-run:
+	@echo "e2e: the API-level suites on kube-apiserver $(E2E_API_VERSION)"
+	cd e2e && GRAFT_E2E_API_ONLY=1 GRAFT_E2E_KUBE_VERSION=$(E2E_API_VERSION) \
+		GRAFT_E2E_KUBE_APISERVER=$(E2E_BIN)/kube-apiserver-$(E2E_API_VERSION) GRAFT_E2E_ETCD=$(E2E_ETCD) \
+		GRAFT_E2E_GRAFT=$(E2E_GRAFT) GRAFT_E2E_HELM=$(HELM) GRAFT_ACCEPTANCE_PODS=$(ACCEPTANCE_SAMPLE) \
+		CGO_ENABLED=1 $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) -run '$(E2E_MATRIX_RUN)|^TestAcceptanceCorpus$$' \
+		$(if $(E2E_API_JSON),-json) . ./acceptance $(if $(E2E_API_JSON),> $(E2E_API_JSON).tmp; status=$$?; mv $(E2E_API_JSON).tmp $(E2E_API_JSON); exit $$status,-v)
+
+# A matrix version's kube-apiserver, from its builder module; the harness's
+# own version has the rule above. nice: it builds beside whatever else runs.
+$(E2E_BIN)/kube-apiserver-v1.%:
+	@set -e; v=v1.$*; minor=$(word 1,$(subst ., ,$*)); dir=e2e/tools/matrix/kubernetes-1.$$minor; \
+	[ -f $$dir/go.mod ] || { echo "no builder module $$dir: run e2e/tools/matrix/builder.sh $$v" >&2; exit 1; }; \
+	grep -Eq "k8s.io/kubernetes $$v( |$$)" $$dir/go.mod || { echo "$$dir/go.mod does not pin k8s.io/kubernetes $$v" >&2; exit 1; }; \
+	mkdir -p $(@D); echo "building kube-apiserver $$v (once; cached in $(E2E_BIN))"; \
+	cd $$dir && nice $(GO) build -trimpath -ldflags "$(call k8s-ldflags,$$v,$$minor)" -o $@.tmp k8s.io/kubernetes/cmd/kube-apiserver; \
+	mv $@.tmp $@

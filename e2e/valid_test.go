@@ -192,6 +192,7 @@ func iptablesProfileConfig() inject.Profile {
 // one in a namespace with a LimitRange, are created in one call each,
 // with graft's sidecar's figures added and recorded.
 func TestPodLevelResourcesStayValid(t *testing.T) {
+	needsKubernetes(t, 34, "pod-level resources (beta and on by default in 1.34)")
 	plain := optedIn(t, "e2e-podres")
 	limited := optedIn(t, "e2e-podres-limitrange")
 	createLimitRange(t, limited)

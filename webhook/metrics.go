@@ -146,11 +146,11 @@ func newMetrics(reg prometheus.Registerer, budget time.Duration) (*metrics, erro
 	})
 	refusals := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "graft_http_refusals_total",
-		Help: "Requests refused before the engine by reason: HTTP no API server sends, or a body over a limit.",
+		Help: "Requests refused before the engine by reason: HTTP no API server sends, a body over a limit, or no token of the API server's.",
 	}, []string{"reason"})
 	m.refusals = map[string]prometheus.Counter{}
 	for _, r := range []string{refusedBareLF, refusedHTTPVersion, refusedConflictingFrame, refusedChunked,
-		refusedBodyTooLarge, refusedBodyBudget, refusedBodyRead} {
+		refusedBodyTooLarge, refusedBodyBudget, refusedBodyRead, refusedToken} {
 		m.refusals[r] = refusals.WithLabelValues(r)
 	}
 	for _, port := range []string{portWebhook, portAdmin} {
