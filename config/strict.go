@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/suggest"
+	"github.com/graftdev/graft/internal/yamlerr"
 )
 
 // decodeStrict decodes one YAML document into v (a pointer to a struct with
@@ -33,13 +33,13 @@ func decodeStrict(file string, data []byte, v any) (*yamlv3.Node, error) {
 	case errors.Is(err, io.EOF):
 		return nil, nil
 	case err != nil:
-		return nil, syntaxError(file, err)
+		return nil, syntaxError(file, data, err)
 	}
 	var extra yamlv3.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		line := extra.Line
 		if err != nil {
-			return nil, syntaxError(file, err)
+			return nil, syntaxError(file, data, err)
 		}
 		return nil, &Error{File: file, Line: line, Msg: "a second YAML document; the configuration is one document"}
 	}
@@ -71,16 +71,11 @@ func isEmptyDocument(root *yamlv3.Node) bool {
 	return root.Kind == yamlv3.ScalarNode && root.ShortTag() == "!!null"
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// syntaxError turns "yaml: line 3: did not find expected key" into an
-// *Error with that line.
-func syntaxError(file string, err error) error {
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &Error{File: file, Line: line, Msg: "invalid YAML: " + m[2]}
-	}
-	return &Error{File: file, Msg: "invalid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+// syntaxError turns a YAML syntax error into an *Error on the line the
+// problem is on (the library names the line its enclosing block began).
+func syntaxError(file string, data []byte, err error) error {
+	line, problem := yamlerr.Locate(data, err)
+	return &Error{File: file, Line: line, Msg: "invalid YAML: " + problem}
 }
 
 // keyLine is the line of key in the mapping root, or 1.
