@@ -104,17 +104,17 @@ func (a *admitter) review(spot manifest.PodSpot, ns string, pod []byte) ([]byte,
 
 // injectDocuments injects into every Pod of docs, in place, reporting
 // each object and every warning. It returns every document's errors.
-func injectDocuments(a *admitter, docs []*manifest.Document, rep *reporter) error {
+func injectDocuments(a *admitter, docs []*manifest.Document, rep *Report) error {
 	var errs []error
 	for _, d := range docs {
 		errs = append(errs, a.injectDocument(d, rep)...)
 	}
-	return errors.Join(errs...)
+	return manifest.JoinProblems(errs...)
 }
 
 // injectDocument injects into every Pod of d, in place. Errors name the
 // document.
-func (a *admitter) injectDocument(d *manifest.Document, rep *reporter) []error {
+func (a *admitter) injectDocument(d *manifest.Document, rep *Report) []error {
 	spots, err := manifest.FindPods(d)
 	if err != nil {
 		return []error{d.WrapError("", err)}
@@ -134,7 +134,7 @@ func (a *admitter) injectDocument(d *manifest.Document, rep *reporter) []error {
 			rep.warn(d, s.What, w)
 		}
 		if err != nil {
-			errs = append(errs, d.WrapError(s.What, err))
+			errs = append(errs, d.WrapErrorAt(s.Object, s.What, err))
 			continue
 		}
 		if v.sel.from == fromAssumed {
@@ -151,7 +151,7 @@ func (a *admitter) injectDocument(d *manifest.Document, rep *reporter) []error {
 
 // patchDocument applies ops to d, into its text if keepText and it can,
 // and notes when the document had to be written anew.
-func patchDocument(d *manifest.Document, ops []manifest.PatchOp, keepText bool, rep *reporter) []error {
+func patchDocument(d *manifest.Document, ops []manifest.PatchOp, keepText bool, rep *Report) []error {
 	why, err := d.Patch(ops, keepText)
 	if err != nil {
 		return []error{d.WrapError("", err)}
@@ -164,7 +164,7 @@ func patchDocument(d *manifest.Document, ops []manifest.PatchOp, keepText bool, 
 
 // reportNoTemplate reports an object that carries Pods graft does not
 // inject into here.
-func reportNoTemplate(d *manifest.Document, s manifest.PodSpot, rep *reporter) {
+func reportNoTemplate(d *manifest.Document, s manifest.PodSpot, rep *Report) {
 	if s.NoTemplate != "" {
 		rep.object(d, s.Ref(), s.NoTemplate)
 		return

@@ -2,7 +2,6 @@ package offline
 
 import (
 	"cmp"
-	"errors"
 	"io"
 	"net/http"
 
@@ -38,7 +37,7 @@ type Run struct {
 	admitter *admitter
 	files    []*manifest.File
 	docs     []*manifest.Document
-	report   *reporter
+	report   *Report
 }
 
 // Open does what inject and explain both do first: build the engine,
@@ -54,10 +53,10 @@ func Open(o Options, stdin io.Reader, stderr io.Writer) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	docs := manifest.AllDocuments(files)
-	if !manifest.HasObjects(docs) {
-		return nil, errors.New("no objects in the input")
+	if err := manifest.NoObjectsError(files); err != nil {
+		return nil, err
 	}
+	docs := manifest.AllDocuments(files)
 	sel.defaultProfile, sel.profiles = engine.DefaultProfile(), engine.Profiles()
 	sel.assumed = cmp.Or(o.Profile, sel.defaultProfile)
 	sel.revision = o.Revision
@@ -66,12 +65,15 @@ func Open(o Options, stdin io.Reader, stderr io.Writer) (*Run, error) {
 		admitter: &admitter{engine: engine, sel: sel, namespace: o.Namespace},
 		files:    files,
 		docs:     docs,
-		report:   newReporter(stderr, o.Quiet, docs),
+		report:   NewReport(stderr, o.Quiet, docs),
 	}, nil
 }
 
 // Files are the input files, with what Inject changed in them.
 func (r *Run) Files() []*manifest.File { return r.files }
+
+// Report is what the run has to say on stderr, held until its Flush.
+func (r *Run) Report() *Report { return r.report }
 
 // Inject injects into every Pod of the input, in place, as the webhook
 // would, reporting each object and every warning; jsonOut says the
