@@ -33,6 +33,9 @@ with the template, the fragment line and the reason; then nothing is written.`,
 					profile = "enabled"
 				}
 			}
+			if err := offline.CheckProfile(cfg, profile); err != nil {
+				return err
+			}
 			pols, err := export.Export(cfg, set, profile)
 			if err != nil {
 				return err

@@ -62,7 +62,7 @@ func Open(o Options, stdin io.Reader, stderr io.Writer) (*Run, error) {
 	sel.revision = o.Revision
 	sel.declareNamespaces(docs)
 	return &Run{
-		admitter: &admitter{engine: engine, sel: sel, namespace: o.Namespace},
+		admitter: &admitter{engine: engine, sel: sel, namespace: o.Namespace, params: templateParams(o.Config, o.TemplatesDir)},
 		files:    files,
 		docs:     docs,
 		report:   NewReport(stderr, o.Quiet, docs),
@@ -82,4 +82,25 @@ func (r *Run) Report() *Report { return r.report }
 func (r *Run) Inject(jsonOut bool) error {
 	r.admitter.jsonOut = jsonOut
 	return injectDocuments(r.admitter, r.docs, r.report)
+}
+
+// templateParams lists the parameters of the templates of the
+// configuration, for hints about misspelt ones; nil if they cannot be
+// read (the engine, built from the same files, reports why).
+func templateParams(configFile, templatesDir string) func(string) []string {
+	_, set, err := LoadConfig(configFile, templatesDir)
+	if err != nil {
+		return nil
+	}
+	return func(name string) []string {
+		t, ok := set.Get(name)
+		if !ok {
+			return nil
+		}
+		out := make([]string, len(t.Params))
+		for i := range t.Params {
+			out[i] = t.Params[i].Name
+		}
+		return out
+	}
 }
