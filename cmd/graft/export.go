@@ -52,5 +52,6 @@ with the template, the fragment line and the reason; then nothing is written.`,
 	fl.StringVar(&profile, "profile", "", "profile to export (default: the configuration's default profile)")
 	fl.StringVar(&configFile, "config", "", "engine configuration file (YAML), as given to graft serve")
 	fl.StringVar(&templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
+	_ = cmd.RegisterFlagCompletionFunc("profile", completeProfiles)
 	return cmd
 }

@@ -67,6 +67,9 @@ func newRootCmd() *cobra.Command {
 		Version:       buildInfo().Version,
 	}
 	root.SetVersionTemplate(buildInfo().String())
+	// --version without cobra's -v: kubectl's -v is its verbosity, and a
+	// user's habit must not print a version instead.
+	root.Flags().Bool("version", false, "print graft's version (as graft version does)")
 	root.AddCommand(
 		newServeCmd(),
 		newInjectCmd(),

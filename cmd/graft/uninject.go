@@ -65,6 +65,7 @@ error. uninject of inject's output gives back inject's input.`,
 	fl.StringArrayVarP(&files, "filename", "f", nil, "manifest file, directory of manifests, http(s) URL, or - for stdin (repeatable; also as arguments)")
 	fl.BoolVarP(&recursive, "recursive", "R", false, "read the directories' subdirectories too")
 	fl.StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
+	registerFormats(cmd, "yaml", "json")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "say nothing on stderr but warnings and errors")
 	registerOutputFlags(cmd, &outputFile, &inPlace)
 	return cmd

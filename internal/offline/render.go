@@ -75,7 +75,9 @@ func renderTemplate(set *templates.Set, name string, overrides map[string]string
 		return nil, err
 	}
 	if format == "yaml" {
-		return text, nil
+		// A fragment's actions ({{ if }}...) can leave blank lines ahead
+		// of the first key: noise at the top of what a user reads.
+		return trimLeadingBlankLines(text), nil
 	}
 	var n yaml.Node
 	if err := yaml.Unmarshal(text, &n); err != nil {
@@ -91,4 +93,15 @@ func renderTemplate(set *templates.Set, name string, overrides map[string]string
 	}
 	buf.WriteByte('\n')
 	return buf.Bytes(), nil
+}
+
+// trimLeadingBlankLines drops the lines before the first one with text.
+func trimLeadingBlankLines(text []byte) []byte {
+	for {
+		i := bytes.IndexByte(text, '\n')
+		if i < 0 || len(bytes.TrimSpace(text[:i])) > 0 {
+			return text
+		}
+		text = text[i+1:]
+	}
 }
