@@ -29,7 +29,7 @@ const injectExample = `  # Inject into the Pods of a manifest and apply it
   graft inject --in-place -f app.yaml -f db.yaml
 
   # As if the namespaces were labelled so
-  graft inject -f app.yaml --namespace-labels graft.dev/inject=enabled,graft.dev/rev=canary`
+  graft inject -f app.yaml --namespace-labels graft.dev/inject=mesh-proxy`
 
 const explainExample = `  # Why graft would (or would not) inject into the Pods of a manifest
   graft explain -f app.yaml
