@@ -120,7 +120,7 @@ $(PROMTOOL):
 ## docs: regenerate what is generated from the code: docs/reference/ (cli.md from the commands' help) and the Helm chart's values schema.
 docs:
 	$(GO) generate ./internal/refdocs
-	$(GO) test ./cmd/graft -run TestCLIReference -update-docs
+	$(GO) test ./cmd/graft -run 'TestCLIReference|TestComparison' -update-docs
 
 ## lint-templates: the built-in templates pass lint and templates/README.md is current.
 lint-templates:

@@ -158,6 +158,10 @@ func TestParseErrors(t *testing.T) {
 		{"bad list element", "excludedNamespaces: [a, [b]]\n",
 			`graft.yaml:1: excludedNamespaces[1]: a list: want a string`},
 		{"not yaml", "server: [\n", `graft.yaml:1: invalid YAML: did not find expected node content`},
+		// The line of the key that breaks the mapping, not the line before
+		// the mapping began (the YAML library's figure, 1 here).
+		{"a key out of line", "profiles:\n  a:\n    templates: [agent]\n   onConflict: keep\n",
+			`graft.yaml:4: invalid YAML: did not find expected key`},
 		{"two documents", "server: {}\n---\nprofiles: {}\n", `graft.yaml:2: a second YAML document; the configuration is one document`},
 		{"top level not a mapping", "- a\n", `graft.yaml:1: a list: want a mapping`},
 		{"wrong version", "apiVersion: config.graft.dev/v2\n",

@@ -2,7 +2,6 @@ package offline
 
 import (
 	"cmp"
-	"errors"
 	"io"
 	"net/http"
 
@@ -38,7 +37,7 @@ type Run struct {
 	admitter *admitter
 	files    []*manifest.File
 	docs     []*manifest.Document
-	report   *reporter
+	report   *Report
 }
 
 // Open does what inject and explain both do first: build the engine,
@@ -54,24 +53,27 @@ func Open(o Options, stdin io.Reader, stderr io.Writer) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	docs := manifest.AllDocuments(files)
-	if !manifest.HasObjects(docs) {
-		return nil, errors.New("no objects in the input")
+	if err := manifest.NoObjectsError(files); err != nil {
+		return nil, err
 	}
+	docs := manifest.AllDocuments(files)
 	sel.defaultProfile, sel.profiles = engine.DefaultProfile(), engine.Profiles()
 	sel.assumed = cmp.Or(o.Profile, sel.defaultProfile)
 	sel.revision = o.Revision
 	sel.declareNamespaces(docs)
 	return &Run{
-		admitter: &admitter{engine: engine, sel: sel, namespace: o.Namespace},
+		admitter: &admitter{engine: engine, sel: sel, namespace: o.Namespace, params: templateParams(o.Config, o.TemplatesDir)},
 		files:    files,
 		docs:     docs,
-		report:   newReporter(stderr, o.Quiet, docs),
+		report:   NewReport(stderr, o.Quiet, docs),
 	}, nil
 }
 
 // Files are the input files, with what Inject changed in them.
 func (r *Run) Files() []*manifest.File { return r.files }
+
+// Report is what the run has to say on stderr, held until its Flush.
+func (r *Run) Report() *Report { return r.report }
 
 // Inject injects into every Pod of the input, in place, as the webhook
 // would, reporting each object and every warning; jsonOut says the
@@ -80,4 +82,25 @@ func (r *Run) Files() []*manifest.File { return r.files }
 func (r *Run) Inject(jsonOut bool) error {
 	r.admitter.jsonOut = jsonOut
 	return injectDocuments(r.admitter, r.docs, r.report)
+}
+
+// templateParams lists the parameters of the templates of the
+// configuration, for hints about misspelt ones; nil if they cannot be
+// read (the engine, built from the same files, reports why).
+func templateParams(configFile, templatesDir string) func(string) []string {
+	_, set, err := LoadConfig(configFile, templatesDir)
+	if err != nil {
+		return nil
+	}
+	return func(name string) []string {
+		t, ok := set.Get(name)
+		if !ok {
+			return nil
+		}
+		out := make([]string, len(t.Params))
+		for i := range t.Params {
+			out[i] = t.Params[i].Name
+		}
+		return out
+	}
 }
