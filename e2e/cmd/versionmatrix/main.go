@@ -16,14 +16,15 @@ import (
 func main() {
 	command := flag.String("command", "make e2e-matrix", "the command the results came from, named in the page")
 	out := flag.String("out", "", "the Markdown file to write (stdout if empty)")
+	note := flag.String("note", "", "a paragraph to add after the introduction (how the run went, say)")
 	flag.Parse()
-	if err := run(*command, *out, flag.Args(), time.Now()); err != nil {
+	if err := run(*command, *note, *out, flag.Args(), time.Now()); err != nil {
 		fmt.Fprintln(os.Stderr, "versionmatrix:", err)
 		os.Exit(1)
 	}
 }
 
-func run(command, out string, args []string, now time.Time) error {
+func run(command, note, out string, args []string, now time.Time) error {
 	if len(args) == 0 {
 		return fmt.Errorf("no results: give VERSION=FILE.json for each version")
 	}
@@ -35,7 +36,7 @@ func run(command, out string, args []string, now time.Time) error {
 		}
 		runs = append(runs, r)
 	}
-	page := render(command, now, runs)
+	page := render(command, note, now, runs)
 	if out == "" {
 		_, err := os.Stdout.WriteString(page)
 		return err

@@ -9,7 +9,7 @@ import (
 
 // render writes the page: a table of tests by version, then per version
 // what it lacks (its skips' reasons) and what failed.
-func render(command string, now time.Time, runs []versionRun) string {
+func render(command, note string, now time.Time, runs []versionRun) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Kubernetes versions\n\n")
 	fmt.Fprintf(&b, "<!-- Written by e2e/cmd/versionmatrix from `%s`; do not edit. -->\n\n", command)
@@ -20,6 +20,9 @@ func render(command string, now time.Time, runs []versionRun) string {
 		"its `k8s.io/kubernetes` module (`e2e/tools/matrix/`). `make test` runs\n"+
 		"the newest (the whole suite) and the oldest (these suites).\n\n",
 		command, now.UTC().Format("2006-01-02"))
+	if note != "" {
+		b.WriteString(note + "\n\n")
+	}
 
 	var tests []string
 	for _, r := range runs {
@@ -59,12 +62,18 @@ func render(command string, now time.Time, runs []versionRun) string {
 	}
 
 	b.WriteString("\n## What each version lacks\n\n")
-	// floor is the oldest version from which every newer one (runs are
-	// oldest first) passed too.
+	// floor is the oldest version from which every newer one that ran
+	// (runs are oldest first) passed too.
 	floor, held := "", true
-	for i := len(runs) - 1; i >= 0 && held; i-- {
-		if held = runs[i].passed(); held {
+	var notRun []string
+	for i := len(runs) - 1; i >= 0; i-- {
+		switch {
+		case runs[i].missing:
+			notRun = append([]string{runs[i].version}, notRun...)
+		case held && runs[i].passed():
 			floor = runs[i].version
+		default:
+			held = false
 		}
 	}
 	for _, r := range runs {
@@ -101,7 +110,11 @@ func render(command string, now time.Time, runs []versionRun) string {
 		b.WriteString(".\n")
 	}
 	if floor != "" {
-		fmt.Fprintf(&b, "\nThe oldest version from which every version passed: %s.\n", floor)
+		fmt.Fprintf(&b, "\nThe oldest version from which every version run passed: %s", floor)
+		if len(notRun) > 0 {
+			fmt.Fprintf(&b, " (not run: %s)", strings.Join(notRun, ", "))
+		}
+		b.WriteString(".\n")
 	}
 	return b.String()
 }

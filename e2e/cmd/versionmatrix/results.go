@@ -21,8 +21,9 @@ type versionRun struct {
 	version string
 	tests   map[string]outcome
 	// broken says why the run produced no test results (its harness did
-	// not start), if so.
-	broken string
+	// not start), if so; missing, that there is no run at all.
+	broken  string
+	missing bool
 }
 
 // event is a line of go test -json.
@@ -44,6 +45,7 @@ func readRun(arg string) (versionRun, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		r.broken = "no results (the run did not happen: see make e2e-matrix's output)"
+		r.missing = true
 		return r, nil
 	}
 	if err != nil {

@@ -42,7 +42,7 @@ func TestRender(t *testing.T) {
 {"Action":"fail","Package":"p"}
 `
 	out := filepath.Join(dir, "page.md")
-	err := run("make e2e-matrix", out, []string{
+	err := run("make e2e-matrix", "A note.", out, []string{
 		"v1.29.6=" + write("129.json", started),
 		"v1.30.14=" + write("130.json", run130),
 		"v1.31.14=" + filepath.Join(dir, "missing.json"),
@@ -58,6 +58,7 @@ func TestRender(t *testing.T) {
 	page := string(b)
 	for _, want := range []string{
 		"`make e2e-matrix` on 2026-11-28",
+		"\nA note.\n",
 		"| test | 1.29.6 | 1.30.14 | 1.31.14 | 1.37.2 |",
 		"| `TestA` | – | pass | – | pass |",
 		"| `TestB` | – | **FAIL** | – | pass |",
@@ -68,7 +69,7 @@ func TestRender(t *testing.T) {
 		"`TestB` **failed**: Pod refused: forbidden",
 		"**v1.31.14**: no results",
 		"**v1.37.2**: nothing: every test passed.",
-		"The oldest version from which every version passed: v1.37.2.",
+		"The oldest version from which every version run passed: v1.37.2 (not run: v1.31.14).",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q:\n%s", want, page)
