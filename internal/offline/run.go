@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/graftdev/graft/internal/manifest"
+	"github.com/graftdev/graft/templates"
 )
 
 // Options are what graft inject and graft explain are told.
@@ -85,14 +86,20 @@ func (r *Run) Inject(jsonOut bool) error {
 }
 
 // templateParams lists the parameters of the templates of the
-// configuration, for hints about misspelt ones; nil if they cannot be
-// read (the engine, built from the same files, reports why).
+// configuration, for hints about misspelt ones, reading the templates
+// the first time a hint needs them (loading them lints them: not a cost
+// every run should pay); nil where they cannot be read.
 func templateParams(configFile, templatesDir string) func(string) []string {
-	_, set, err := LoadConfig(configFile, templatesDir)
-	if err != nil {
-		return nil
-	}
+	var set *templates.Set
+	loaded := false
 	return func(name string) []string {
+		if !loaded {
+			loaded = true
+			_, set, _ = LoadConfig(configFile, templatesDir)
+		}
+		if set == nil {
+			return nil
+		}
 		t, ok := set.Get(name)
 		if !ok {
 			return nil
