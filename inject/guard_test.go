@@ -18,6 +18,7 @@ func guardConfig() Config {
 		"lenient": {Templates: []string{"agent"}, LockedParams: []string{"*.image"}, OnInvalidParams: InvalidUseDefault},
 		"registry": {Templates: []string{"agent"}, AllowedTemplates: []string{"agent", "otel-agent"},
 			AllowedImages: []string{"ghcr.io/graftdev/", "docker.io/otel/"}},
+		"repository": {Templates: []string{"agent"}, AllowedImages: []string{"ghcr.io/graftdev/agent"}},
 	}}
 }
 
@@ -49,6 +50,18 @@ func TestLockedParamsAndAllowedImages(t *testing.T) {
 			DecisionDeny, `annotation graft.dev/agent.image="ghcr.io/graftdev-copy/agent:1": template agent: container graft-agent: image "ghcr.io/graftdev-copy/agent:1" is not allowed by the profile (allowedImages: ghcr.io/graftdev/, docker.io/otel/)`},
 		{"an allowed template with an allowed image", "registry", map[string]string{"graft.dev/templates": "otel-agent"},
 			DecisionInject, ""},
+		// An entry matches at a boundary: '/', ':' or '@'.
+		{"another tag of the allowed repository", "repository", map[string]string{"graft.dev/agent.image": "ghcr.io/graftdev/agent:2.0.0"},
+			DecisionInject, ""},
+		{"a digest of the allowed repository", "repository", map[string]string{"graft.dev/agent.image": "ghcr.io/graftdev/agent@sha256:" + strings.Repeat("ab", 32)},
+			DecisionInject, ""},
+		{"a repository the allowed one is a prefix of", "repository", map[string]string{"graft.dev/agent.image": "ghcr.io/graftdev/agent-evil:1"},
+			DecisionDeny, `image "ghcr.io/graftdev/agent-evil:1" is not allowed by the profile (allowedImages: ghcr.io/graftdev/agent)`},
+		// No image that is not a reference, whatever allowedImages lists.
+		{"a path out of the allowed registry", "registry", map[string]string{"graft.dev/agent.image": "ghcr.io/graftdev/../evil/agent:1"},
+			DecisionDeny, `annotation graft.dev/agent.image="ghcr.io/graftdev/../evil/agent:1": must be a container image reference: it contains ".."`},
+		{"an empty path segment", "repository", map[string]string{"graft.dev/agent.image": "ghcr.io/graftdev/agent//x:1"},
+			DecisionDeny, `must be a container image reference: it has an empty path segment`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,7 +114,10 @@ func TestGuardsValidateConfig(t *testing.T) {
 		{"a lock of an unknown parameter", profile(Profile{LockedParams: []string{"agent.colour"}}), `template agent has no parameter "colour"`},
 		{"a lock of any template", profile(Profile{LockedParams: []string{"*.colour"}}), ""},
 		{"a lock listed twice", profile(Profile{LockedParams: []string{"agent.image", "agent.image"}}), `listed twice`},
-		{"an empty image prefix", profile(Profile{AllowedImages: []string{""}}), `allowedImages: ""`},
+		{"an empty image prefix", profile(Profile{AllowedImages: []string{""}}), `allowedImages: "": want an image reference, or one ending in '/', ':' or '@': it is empty`},
+		{"a wildcard in an entry", profile(Profile{AllowedImages: []string{"ghcr.io/graftdev/*"}}), `allowedImages: "ghcr.io/graftdev/*": want an image reference`},
+		{"an entry with '..'", profile(Profile{AllowedImages: []string{"ghcr.io/../"}}), `allowedImages: "ghcr.io/../": want an image reference, or one ending in '/', ':' or '@': it contains ".."`},
+		{"an entry ending at a boundary", profile(Profile{AllowedImages: []string{"ghcr.io/graftdev/agent:"}}), ""},
 		{"the profile's own image is not allowed", profile(Profile{AllowedImages: []string{"example.com/"}}),
 			`image "ghcr.io/graftdev/agent:1.0.0" is not allowed by the profile`},
 		{"an allowed template's image is not allowed", profile(Profile{AllowedTemplates: []string{"agent", "otel-agent"}, AllowedImages: []string{"ghcr.io/"}}),

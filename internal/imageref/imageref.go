@@ -145,17 +145,18 @@ func CELValid(v string) string {
 	return "(" + v + ".matches(" + celString(Grammar) + `) && !` + v + `.contains(".."))`
 }
 
-// CELProblem is a CEL string: "" when the CEL string v is an image
-// reference, else prefix and what Check says is wrong with it.
-func CELProblem(v, prefix string) string {
+// CELProblem is a CEL string: what Check says is wrong with the CEL
+// string v, after prefix (a CEL string expression); otherwise (a CEL
+// string expression) when v is an image reference.
+func CELProblem(v, prefix, otherwise string) string {
 	var b strings.Builder
 	b.WriteString("(")
 	for _, r := range rules[:len(rules)-1] {
-		b.WriteString(v + ".matches(" + celString(r.bad) + ") ? " + celString(prefix+r.message) + " : ")
+		b.WriteString(v + ".matches(" + celString(r.bad) + ") ? " + prefix + " + " + celString(r.message) + " : ")
 	}
 	last := rules[len(rules)-1]
-	b.WriteString("!" + v + ".matches(" + celString(Grammar) + ") ? (" + v + ".matches(" + celString(last.bad) + ") ? " +
-		celString(prefix+last.message) + " : " + celString(prefix+notGrammar) + `) : "")`)
+	b.WriteString("!" + v + ".matches(" + celString(Grammar) + ") ? " + prefix + " + (" + v + ".matches(" + celString(last.bad) + ") ? " +
+		celString(last.message) + " : " + celString(notGrammar) + ") : " + otherwise + ")")
 	return b.String()
 }
 

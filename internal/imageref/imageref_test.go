@@ -317,7 +317,7 @@ func celPrograms(tb testing.TB) (valid, problem cel.Program) {
 		}
 		return p
 	}
-	return prog(CELValid("v")), prog(CELProblem("v", "image: "))
+	return prog(CELValid("v")), prog(CELProblem("v", `"image: "`, `""`))
 }
 
 func eval(tb testing.TB, p cel.Program, s string) any {
