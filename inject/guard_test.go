@@ -142,17 +142,65 @@ func TestGuardsValidateConfig(t *testing.T) {
 	}
 }
 
-// TestBuiltinProfilesLockImages: no Pod annotation changes the image of a
-// built-in profile's sidecar, whichever template it adds.
-func TestBuiltinProfilesLockImages(t *testing.T) {
+// TestBuiltinProfilesLockImagesAndInterception: no Pod annotation changes
+// the image of a built-in profile's sidecar, whichever template it adds,
+// nor what decides whether the sidecars do their job: the proxy's
+// redirection and its excluded ports, where the agents send what they
+// collect, the Vault server the secrets agent logs in to.
+func TestBuiltinProfilesLockImagesAndInterception(t *testing.T) {
 	e := newTestEngine(t, DefaultConfig())
+	params := []string{"image", "trafficRedirect", "excludeInboundPorts", "excludeOutboundPorts", "endpoint", "tls", "address"}
+	checked := 0
 	for _, profile := range e.Profiles() {
 		ps, _ := e.profile(profile)
 		for _, tmpl := range ps.allowed {
-			if _, ok := tmpl.Param("image"); ok && !ps.locked(tmpl.Name, "image") {
-				t.Errorf("profile %s does not lock %s.image", profile, tmpl.Name)
+			for _, p := range params {
+				if _, ok := tmpl.Param(p); ok {
+					checked++
+					if !ps.locked(tmpl.Name, p) {
+						t.Errorf("profile %s does not lock %s.%s", profile, tmpl.Name, p)
+					}
+				}
 			}
 		}
+	}
+	if checked == 0 {
+		t.Fatal("no built-in template declares any of the parameters: the test checks nothing")
+	}
+	for _, tt := range []struct {
+		name        string
+		annotations map[string]string
+		want        string // the deny message's rule; "" to inject
+	}{
+		{"redirection off", map[string]string{"graft.dev/mesh-proxy.trafficRedirect": "none"},
+			`parameter trafficRedirect of template mesh-proxy is locked by profile "enabled"`},
+		{"an outbound port past the proxy", map[string]string{"graft.dev/mesh-proxy.excludeOutboundPorts": "443"},
+			`parameter excludeOutboundPorts of template mesh-proxy is locked by profile "enabled"`},
+		{"an inbound port past the proxy", map[string]string{"graft.dev/mesh-proxy.excludeInboundPorts": "8080"},
+			`parameter excludeInboundPorts of template mesh-proxy is locked by profile "enabled"`},
+		{"telemetry elsewhere", map[string]string{"graft.dev/templates": "mesh-proxy,otel-agent", "graft.dev/otel-agent.endpoint": "collector.evil:4317"},
+			`parameter endpoint of template otel-agent is locked by profile "enabled"`},
+		{"logs elsewhere", map[string]string{"graft.dev/templates": "log-shipper", "graft.dev/log-shipper.endpoint": "fluentd.evil:24224"},
+			`parameter endpoint of template log-shipper is locked by profile "enabled"`},
+		{"another Vault", map[string]string{"graft.dev/templates": "secrets-agent", "graft.dev/secrets-agent.address": "http://vault.evil:8200"},
+			`parameter address of template secrets-agent is locked by profile "enabled"`},
+		{"a parameter left to the app", map[string]string{"graft.dev/mesh-proxy.logLevel": "debug"}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, res, err := e.Admit(nil, podReviewWith(tt.annotations), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want == "" {
+				if res.Decision != DecisionInject {
+					t.Fatalf("decision %v (%s), want inject", res.Decision, responseMessage(t, resp))
+				}
+				return
+			}
+			if msg := responseMessage(t, resp); res.Decision != DecisionDeny || !strings.Contains(msg, tt.want) {
+				t.Fatalf("decision %v, message %q; want deny with %q", res.Decision, msg, tt.want)
+			}
+		})
 	}
 }
 
