@@ -51,6 +51,10 @@ type Template struct {
 	Params []Param `json:"parameters,omitempty"`
 	// Fragment is the text/template source of the Pod fragment (YAML). It
 	// must render, with the parameters' defaults, into a valid fragment.
+	// A parameter value cannot change the fragment's structure: it lands,
+	// as text, in the key or scalar where the fragment writes it, however
+	// it is written (quote makes a whole scalar of it; as is, it is text
+	// within its scalar). A mapping may hold a key once.
 	Fragment string `json:"fragment"`
 
 	// File is where the template came from, for messages.
