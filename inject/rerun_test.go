@@ -2,6 +2,7 @@ package inject
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -113,7 +114,7 @@ func TestTokenCorpus(t *testing.T) {
 	}
 	proxy := pod.Spec.InitContainers[0]
 	want := corev1.VolumeMount{Name: tokenVol, ReadOnly: true, MountPath: tokenMountPath}
-	if proxy.Name != "graft-proxy" || len(proxy.VolumeMounts) == 0 || proxy.VolumeMounts[len(proxy.VolumeMounts)-1] != want {
+	if proxy.Name != "graft-proxy" || len(proxy.VolumeMounts) == 0 || !reflect.DeepEqual(proxy.VolumeMounts[len(proxy.VolumeMounts)-1], want) {
 		t.Fatalf("graft-proxy mounts %+v, want %+v last", proxy.VolumeMounts, want)
 	}
 }
