@@ -53,23 +53,53 @@ func (n *notice) appendKeptWhy(dst []byte) []byte {
 	return append(dst, `", which graft did not inject`...)
 }
 
-// conflictMessage is the deny message for c under profile ps.
-func conflictMessage(dst []byte, c conflict, pl *plan, profile string) []byte {
-	tmpl := pl.tmpls[c.tmpl].name
-	if c.kind != collideNone {
+// conflictMessage is the deny message for c under profile.
+func conflictMessage(dst []byte, c conflict, profile string) []byte {
+	tmpl := c.template
+	switch c.kind {
+	case collideReserved:
+		return appendReserved(dst, &c)
+	case collideNone:
+		dst = append(dst, "Pod already has "...)
+		dst = append(dst, c.object...)
+		dst = append(dst, ` "`...)
+		dst = append(dst, c.name...)
+		dst = append(dst, `", which graft did not inject: `...)
+		dst = appendWhyNot(dst, &c)
+		dst = append(dst, "; rename it"...)
+	default:
 		dst = appendCollision(dst, &c, tmpl, false)
-		dst = append(dst, `; change it, or set onConflict: keep in profile "`...)
-		dst = append(dst, profile...)
-		dst = append(dst, `" to admit such Pods without `...)
-		return append(dst, tmpl...)
+		dst = append(dst, "; change it"...)
 	}
-	dst = append(dst, "Pod already has "...)
-	dst = append(dst, c.object...)
-	dst = append(dst, ` "`...)
-	dst = append(dst, c.name...)
-	dst = append(dst, `", which graft did not inject; rename it, or set onConflict: keep in profile "`...)
+	dst = append(dst, `, or set onConflict: keep in profile "`...)
 	dst = append(dst, profile...)
+	if c.tmpl < 0 {
+		return append(dst, `" to admit such Pods`...)
+	}
 	dst = append(dst, `" to admit such Pods without `...)
-	dst = append(dst, tmpl...)
-	return dst
+	return append(dst, tmpl...)
+}
+
+// appendWhyNot appends why an object named like graft's is not graft's.
+func appendWhyNot(dst []byte, c *conflict) []byte {
+	switch c.why {
+	case notPlanned:
+		dst = append(dst, "template "...)
+		dst = append(dst, c.template...)
+		return append(dst, " renders that name, and graft does not inject it into this Pod"...)
+	case misplaced:
+		dst = append(dst, "template "...)
+		dst = append(dst, c.template...)
+		dst = append(dst, " renders it as "...)
+		return append(dst, c.field...)
+	}
+	if c.field == "" {
+		dst = append(dst, "it differs from template "...)
+	} else {
+		dst = append(dst, "its "...)
+		dst = append(dst, c.field...)
+		dst = append(dst, " differs from template "...)
+	}
+	dst = append(dst, c.template...)
+	return append(dst, "'s"...)
 }
