@@ -493,9 +493,8 @@ func (d *differ) object(sc *scanner, n *rnode, sh shape) error {
 			return err
 		}
 		if i < 0 {
-			ok, err := d.extraOK(sc, sh, k, n)
-			if err != nil || ok {
-				return err
+			if ok, err := d.extraOK(sc, sh, k, n); ok && err == nil {
+				return nil
 			}
 			return d.differ(step{key: k, index: -1})
 		}
@@ -591,13 +590,15 @@ func emptyValue(sc *scanner) (bool, error) {
 // In a container's volumeMounts (shMounts) one more mount may be there:
 // the ServiceAccount token's, as its admission plugin adds it.
 func (d *differ) array(sc *scanner, n *rnode, sh shape) error {
-	i := 0
+	i, j := 0, 0 // the next of n's elements, and of the Pod's
 	token := sh == shMounts && d.tokenOK
 	elem := sh
 	if sh == shMounts {
 		elem = shPlain
 	}
 	err := eachElem(sc, func() error {
+		pos := j
+		j++
 		if token {
 			at := sc.i
 			if ok, _ := d.tokenMount(sc); ok {
@@ -607,9 +608,9 @@ func (d *differ) array(sc *scanner, n *rnode, sh shape) error {
 			sc.i = at
 		}
 		if i >= len(n.vals) {
-			return d.differ(step{index: i})
+			return d.differ(step{index: pos})
 		}
-		d.push(step{index: i})
+		d.push(step{index: pos})
 		err := d.value(sc, n.vals[i], elem)
 		d.pop()
 		i++
@@ -619,7 +620,7 @@ func (d *differ) array(sc *scanner, n *rnode, sh shape) error {
 		return err
 	}
 	if i < len(n.vals) {
-		return d.differ(step{index: i})
+		return d.differ(step{index: j})
 	}
 	return nil
 }

@@ -274,7 +274,7 @@ var foreignMutators = []struct {
 		if res.Decision == DecisionDeny {
 			t.Fatalf("graft's own containers without a status: %v/%v, want them graft's", res.Decision, res.Reason)
 		}
-		if podHas(pod, "graft-agent") && injectedAgent(pod) && func() bool { st := podStatus(t, pod); return st.Template("agent") == nil }() {
+		if podHas(pod, "graft-agent") && injectedAgent(pod) && podStatus(t, pod).Template("agent") == nil {
 			t.Fatalf("graft's sidecar without a status: the status written again does not record it: %s", podStatus(t, pod).Value())
 		}
 	}},
@@ -313,7 +313,7 @@ func injectedAgent(pod map[string]any) bool {
 }
 
 // podStatus reads pod's graft.dev/status.
-func podStatus(t *testing.T, pod map[string]any) Status {
+func podStatus(t *testing.T, pod map[string]any) *Status {
 	t.Helper()
 	ann, _ := pod["metadata"].(map[string]any)["annotations"].(map[string]any)
 	v, _ := ann[names.Status].(string)
@@ -321,7 +321,7 @@ func podStatus(t *testing.T, pod map[string]any) Status {
 	if err != nil {
 		t.Fatalf("status %q: %v", v, err)
 	}
-	return st
+	return &st
 }
 
 // eachInit calls fn with each init container of pod.
