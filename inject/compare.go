@@ -1,14 +1,13 @@
 package inject
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Comparing an object of the Pod with graft's render of it: own.go asks
@@ -30,8 +29,15 @@ import (
 type rnode struct {
 	kind byte     // '{', '[', '"', '0' (a number), 't', 'f' or 'n'
 	str  string   // a string's value, a number's text
-	keys []string // an object's keys, sorted
+	keys []string // an object's keys
 	vals []*rnode // an object's values by key; an array's elements
+	// enc are the value's usual spellings: as a Go encoder writes the
+	// typed object (struct field order), so with the API server's
+	// defaults set (what it sends graft on a reinvocation), and with
+	// keys sorted (what graft's patch adds, what a manifest injected by
+	// graft holds); "" where one is another's. A Pod's value spelled any
+	// of these ways is the value, found with one comparison of bytes.
+	enc [3]string
 }
 
 // newRender parses a rendered element (raw JSON) as the API server
@@ -47,41 +53,182 @@ func newRender(raw []byte, typ any) (*rnode, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(stored))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	sc := scanner{s: string(stored)}
+	n, err := treeOf(&sc)
+	if err != nil {
 		return nil, err
 	}
-	return treeOf(v), nil
+	setDefaults(typ)
+	if defaulted, err := json.Marshal(typ); err == nil && string(defaulted) != string(stored) {
+		sc = scanner{s: string(defaulted)}
+		d, err := treeOf(&sc)
+		if err != nil {
+			return nil, err
+		}
+		n.alsoSpelled(d)
+	}
+	return n, nil
 }
 
-func treeOf(v any) *rnode {
-	switch x := v.(type) {
-	case map[string]any:
-		n := &rnode{kind: '{'}
-		for _, k := range slices.Sorted(maps.Keys(x)) {
-			n.keys = append(n.keys, k)
-			n.vals = append(n.vals, treeOf(x[k]))
-		}
-		return n
-	case []any:
-		n := &rnode{kind: '['}
-		for _, e := range x {
-			n.vals = append(n.vals, treeOf(e))
-		}
-		return n
-	case string:
-		return &rnode{kind: '"', str: x}
-	case json.Number:
-		return &rnode{kind: '0', str: string(x)}
-	case bool:
-		if x {
-			return &rnode{kind: 't'}
-		}
-		return &rnode{kind: 'f'}
+// alsoSpelled records, on n and its members, the spellings of d, the
+// same value with the API server's defaults set, where they differ.
+func (n *rnode) alsoSpelled(d *rnode) {
+	if d.kind != n.kind {
+		return
 	}
-	return &rnode{kind: 'n'}
+	if d.enc[0] != n.enc[0] {
+		n.enc[1] = d.enc[0]
+	}
+	switch n.kind {
+	case '{':
+		for i, k := range n.keys {
+			if j := d.index(k); j >= 0 {
+				n.vals[i].alsoSpelled(d.vals[j])
+			}
+		}
+	case '[':
+		for i := range min(len(n.vals), len(d.vals)) {
+			n.vals[i].alsoSpelled(d.vals[i])
+		}
+	}
+}
+
+// setDefaults sets in a rendered container or volume the defaults the
+// API server sets in a Pod's (defaulted below), so that newRender knows
+// how it spells graft's objects on a reinvocation.
+func setDefaults(typ any) {
+	switch x := typ.(type) {
+	case *corev1.Container:
+		for i := range x.Ports {
+			if x.Ports[i].Protocol == "" {
+				x.Ports[i].Protocol = corev1.ProtocolTCP
+			}
+		}
+		for i := range x.Env {
+			if vf := x.Env[i].ValueFrom; vf != nil && vf.FieldRef != nil && vf.FieldRef.APIVersion == "" {
+				vf.FieldRef.APIVersion = "v1"
+			}
+		}
+		for _, p := range []*corev1.Probe{x.LivenessProbe, x.ReadinessProbe, x.StartupProbe} {
+			if p == nil {
+				continue
+			}
+			for _, f := range []struct {
+				v   *int32
+				def int32
+			}{{&p.TimeoutSeconds, 1}, {&p.PeriodSeconds, 10}, {&p.SuccessThreshold, 1}, {&p.FailureThreshold, 3}} {
+				if *f.v == 0 {
+					*f.v = f.def
+				}
+			}
+			httpGetDefaults(p.HTTPGet)
+		}
+		if l := x.Lifecycle; l != nil {
+			for _, h := range []*corev1.LifecycleHandler{l.PostStart, l.PreStop} {
+				if h != nil {
+					httpGetDefaults(h.HTTPGet)
+				}
+			}
+		}
+	case *corev1.Volume:
+		mode := int32(corev1.SecretVolumeSourceDefaultMode) // 0644, as for the others
+		switch {
+		case x.Secret != nil && x.Secret.DefaultMode == nil:
+			x.Secret.DefaultMode = &mode
+		case x.ConfigMap != nil && x.ConfigMap.DefaultMode == nil:
+			x.ConfigMap.DefaultMode = &mode
+		case x.DownwardAPI != nil && x.DownwardAPI.DefaultMode == nil:
+			x.DownwardAPI.DefaultMode = &mode
+		case x.Projected != nil && x.Projected.DefaultMode == nil:
+			x.Projected.DefaultMode = &mode
+		}
+	}
+}
+
+func httpGetDefaults(h *corev1.HTTPGetAction) {
+	if h == nil {
+		return
+	}
+	if h.Path == "" {
+		h.Path = "/"
+	}
+	if h.Scheme == "" {
+		h.Scheme = corev1.URISchemeHTTP
+	}
+}
+
+// treeOf parses the value at sc into a tree.
+func treeOf(sc *scanner) (*rnode, error) {
+	sc.peek()
+	start := sc.i
+	n := &rnode{kind: sc.peek()}
+	var err error
+	switch n.kind {
+	case '{':
+		err = eachKey(sc, func(k string) error {
+			v, err := treeOf(sc)
+			n.keys, n.vals = append(n.keys, k), append(n.vals, v)
+			return err
+		})
+	case '[':
+		err = eachElem(sc, func() error {
+			v, err := treeOf(sc)
+			n.vals = append(n.vals, v)
+			return err
+		})
+	case '"':
+		var raw string
+		var esc bool
+		if raw, esc, err = sc.str(); err == nil {
+			n.str, err = unquoteRaw(raw, esc)
+		}
+	case 't', 'f', 'n':
+		err = sc.skip()
+	default:
+		n.kind = '0'
+		n.str, err = sc.number()
+	}
+	if err != nil {
+		return nil, err
+	}
+	n.enc[0] = sc.s[start:sc.i]
+	if n.kind == '{' || n.kind == '[' {
+		var v any
+		dec := json.NewDecoder(strings.NewReader(n.enc[0]))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		sorted, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		if string(sorted) != n.enc[0] {
+			n.enc[2] = string(sorted)
+		}
+	}
+	return n, nil
+}
+
+// spelled reports whether the value at sc is spelled as one of n's
+// usual spellings, and if so consumes it.
+func (n *rnode) spelled(sc *scanner) bool {
+	rest := sc.s[sc.i:]
+	for _, e := range n.enc {
+		if e == "" || !strings.HasPrefix(rest, e) {
+			continue
+		}
+		// A string, object or list ends where its spelling does; a
+		// number or literal must not go on.
+		if k := n.kind; k == '0' || k == 't' || k == 'f' || k == 'n' {
+			if len(rest) > len(e) && strings.IndexByte("0123456789+-.eE", rest[len(e)]) >= 0 {
+				continue
+			}
+		}
+		sc.i += len(e)
+		return true
+	}
+	return false
 }
 
 // noMounts stands for the volumeMounts of a render that has none.
@@ -404,9 +551,13 @@ func (d *differ) value(sc *scanner, n *rnode, sh shape) error {
 	}
 	c := sc.peek()
 	kind := c
-	switch {
-	case c == '-' || c >= '0' && c <= '9':
+	if c == '-' || c >= '0' && c <= '9' {
 		kind = '0'
+	}
+	if kind == n.kind && n.spelled(sc) {
+		return nil
+	}
+	switch {
 	case c == 'n':
 		if !sc.isNull() {
 			return errSyntax
@@ -684,20 +835,30 @@ func sameNumber(a, b string) bool {
 }
 
 // sameValue reports whether raw JSON string content holds the value v.
+// The runs between escapes are compared as they are (a sidecar's
+// arguments hold kilobytes of configuration with a few escaped newlines
+// and quotes); each escape is decoded and compared with v's encoding of
+// it.
 func sameValue(raw, v string) bool {
-	i, j := 0, 0
-	for i < len(raw) && j < len(v) {
+	for {
+		i := strings.IndexByte(raw, '\\')
+		if i < 0 {
+			return raw == v
+		}
+		if len(v) < i || raw[:i] != v[:i] {
+			return false
+		}
 		r, n := decodeRune(raw, i)
 		if n == 0 {
 			return false
 		}
-		w, m := utf8.DecodeRuneInString(v[j:])
-		if r != w {
+		var buf [utf8.UTFMax]byte
+		m := utf8.EncodeRune(buf[:], r)
+		if len(v) < i+m || string(buf[:m]) != v[i:i+m] {
 			return false
 		}
-		i, j = i+n, j+m
+		raw, v = raw[i+n:], v[i+m:]
 	}
-	return i == len(raw) && j == len(v)
 }
 
 // sameContent reports whether two raw JSON string contents hold one
