@@ -66,7 +66,7 @@ func TestConflicts(t *testing.T) {
 		recorded []string
 	}{
 		{"user container, deny", "agent", userContainer, DecisionDeny,
-			`Pod already has container "graft-agent", which graft did not inject: template agent renders it as a native sidecar (an init container with restartPolicy: Always); rename it, or set onConflict: keep in profile "agent" to admit such Pods without agent`, nil},
+			`Pod already has container "graft-agent", which graft did not inject: template agent renders it as an init container with restartPolicy: Always (a native sidecar); rename it, or set onConflict: keep in profile "agent" to admit such Pods without agent`, nil},
 		{"user init container, deny", "agent", userInit, DecisionDeny, `Pod already has init container "graft-agent"`, nil},
 		{"user volume, deny", "agent", userVolume, DecisionDeny, `Pod already has volume "graft-agent-run"`, nil},
 		{"user container, keep", "keep", userContainer, DecisionInject,

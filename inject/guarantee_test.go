@@ -176,7 +176,7 @@ func TestGuaranteeAgainstPodAuthors(t *testing.T) {
 		{"1: a sidecar of a template not selected", "enabled", "", fresh(func(p map[string]any) {
 			appendTo(p, "initContainers", hostile("graft-secrets-agent"))
 		}), DecisionDeny,
-			`Pod already has init container "graft-secrets-agent", which graft did not inject: template secrets-agent renders that name, and graft does not inject it into this Pod` + keepEnabled, nil},
+			`Pod already has init container "graft-secrets-agent", which graft did not inject: template secrets-agent renders that name, and graft does not inject it into this Pod` + keepEnabled + " without secrets-agent", nil},
 		{"1: with a copied record claiming it", "enabled", "", fresh(func(p map[string]any) {
 			appendTo(p, "initContainers", hostile("graft-secrets-agent"))
 			annotations(p)[names.Status] = record("mesh-proxy-secrets-agent")
@@ -193,7 +193,7 @@ func TestGuaranteeAgainstPodAuthors(t *testing.T) {
 		{"1: a name only another parameter value renders", "enabled", "", fresh(func(p map[string]any) {
 			appendTo(p, "initContainers", hostile("graft-proxy-init"))
 		}), DecisionDeny,
-			`Pod already has init container "graft-proxy-init", which graft did not inject: template mesh-proxy renders that name, and graft does not inject it into this Pod` + keepEnabled, nil},
+			`Pod already has init container "graft-proxy-init", which graft did not inject: template mesh-proxy renders that name, and graft does not inject it into this Pod` + keepEnabledOut, nil},
 		{"1: keep leaves it and records it kept", "enabled-keep", "", fresh(func(p map[string]any) {
 			appendTo(p, "initContainers", hostile("graft-secrets-agent"))
 		}), DecisionInject, `graft: template secrets-agent not injected: the Pod already has init container "graft-secrets-agent"`,
@@ -246,7 +246,7 @@ func TestGuaranteeAgainstPodAuthors(t *testing.T) {
 			p["spec"].(map[string]any)["initContainers"] = []any{}
 			appendTo(p, "containers", c)
 		}), DecisionDeny,
-			`Pod already has container "graft-proxy", which graft did not inject: template mesh-proxy renders it as a native sidecar (an init container with restartPolicy: Always)` + keepEnabledOut, nil},
+			`Pod already has container "graft-proxy", which graft did not inject: template mesh-proxy renders it as an init container with restartPolicy: Always (a native sidecar)` + keepEnabledOut, nil},
 		{"2: agent's sidecar", "agent", "", from("agent", func(p map[string]any) {
 			securityContext(named(p, "graft-agent"))["runAsUser"] = 0
 		}), DecisionDeny, `Pod already has init container "graft-agent", which graft did not inject: its securityContext.runAsUser differs from template agent's`, nil},
@@ -326,14 +326,18 @@ func TestGuaranteeAgainstPodAuthors(t *testing.T) {
 			annotations(p)["graft.dev/mesh-proxy.trafficRedirect"] = "none"
 			annotations(p)["redirect.graft.dev/mode"] = "cni"
 		}), DecisionDeny,
-			`the Pod sets annotation redirect.graft.dev/mode, which is graft's to set (a Pod may set only the annotations graft.dev/templates and graft.dev/<template>.<param>, and the labels graft.dev/inject: "false" and, where its profile allows, graft.dev/rev); remove it`, nil},
+			`the Pod sets annotation redirect.graft.dev/mode, which is graft's to set (a Pod may set only the annotations graft.dev/templates and graft.dev/<template>.<param>, and the labels graft.dev/inject and, where its profile allows, graft.dev/rev); remove it`, nil},
 		{"4: another subdomain, in capitals", "enabled", "", fresh(func(p map[string]any) {
 			annotations(p)["Policy.GRAFT.dev/exempt"] = "true"
 		}), DecisionDeny, `the Pod sets annotation Policy.GRAFT.dev/exempt, which is graft's to set`, nil},
 		{"4: a label of graft's", "enabled", "", fresh(func(p map[string]any) { labels(p)["graft.dev/watchdog"] = "enabled" }),
 			DecisionDeny, `the Pod sets label graft.dev/watchdog, which is graft's to set`, nil},
-		{"4: an opt-in on a Pod", "enabled", "", fresh(func(p map[string]any) { labels(p)["graft.dev/inject"] = "enabled" }),
-			DecisionDeny, `the Pod sets label graft.dev/inject, which is graft's to set`, nil},
+		// graft.dev/inject is the Pod's (graft reads only "false"), as a
+		// label; the annotation is not one.
+		{"4: an opt-in label on a Pod", "enabled", "", fresh(func(p map[string]any) { labels(p)["graft.dev/inject"] = "enabled" }),
+			DecisionInject, "", nil},
+		{"4: the opt-out as an annotation", "enabled", "", fresh(func(p map[string]any) { annotations(p)["graft.dev/inject"] = "false" }),
+			DecisionDeny, `the Pod sets annotation graft.dev/inject, which is graft's to set`, nil},
 		{"4: refused under keep too", "enabled-keep", "", fresh(func(p map[string]any) { annotations(p)["graft.dev/owner"] = "me" }),
 			DecisionDeny, `the Pod sets annotation graft.dev/owner, which is graft's to set`, nil},
 		{"4: the injected label and the status are graft's", "enabled", "", fresh(func(p map[string]any) {

@@ -251,15 +251,16 @@ func (s *scratch) judgeContainer(pl *plan, p *pod, b *budget, name, raw string, 
 	return int32(el.ref)
 }
 
-// placementText says where the plan renders el, for a misplaced one.
+// placementText says where the plan renders el, for a misplaced one,
+// after "as an init container" (conflictMessage): "" for a container.
 func placementText(el *element, init bool) string {
 	switch {
 	case !init:
-		return "a container"
+		return ""
 	case el.sidecar:
-		return "a native sidecar (an init container with restartPolicy: Always)"
+		return " with restartPolicy: Always (a native sidecar)"
 	}
-	return "an init container"
+	return " without restartPolicy"
 }
 
 // own marks el graft's in the Pod.

@@ -7,9 +7,10 @@ import "github.com/graftdev/graft/internal/names"
 // of it: a redirect.graft.dev/ annotation the mesh CNI plugin obeys, a
 // record, an injected label. A Pod may set only the documented per-Pod
 // ones: the annotations graft.dev/templates and graft.dev/<template>.
-// <param> (which graft validates), the label graft.dev/inject: "false"
-// (such a Pod is skipped before this) and, where its profile lets a Pod
-// choose its revision, graft.dev/rev. graft writes its own: the status
+// <param> (which graft validates), the label graft.dev/inject (graft
+// reads only "false", which opts the Pod out before this; another value
+// is a user's mistake graft inject warns about, harmless) and, where its
+// profile lets a Pod choose its revision, graft.dev/rev. graft writes its own: the status
 // and the injected label are always graft's value, and a key a template
 // this request injects renders gets graft's value (merge.go). Any other
 // key in graft's domains is refused, whatever onConflict says: keeping
@@ -30,7 +31,7 @@ func (s *scratch) reservedKey(pl *plan, p *pod, podRevision bool) (conflict, boo
 	}
 	for _, l := range p.labelKeys {
 		switch {
-		case !names.Reserved(l.key), l.key == names.Injected, l.key == names.Revision && podRevision,
+		case !names.Reserved(l.key), l.key == names.Injected, l.key == names.Inject, l.key == names.Revision && podRevision,
 			s.renderedKey(pl.labels[:pl.injectedAt], l):
 			continue
 		}
@@ -63,7 +64,7 @@ func appendReserved(dst []byte, c *conflict) []byte {
 	dst = append(dst, names.Prefix...)
 	dst = append(dst, `<template>.<param>, and the labels `...)
 	dst = append(dst, names.Inject...)
-	dst = append(dst, `: "false" and, where its profile allows, `...)
+	dst = append(dst, ` and, where its profile allows, `...)
 	dst = append(dst, names.Revision...)
 	return append(dst, "); remove it"...)
 }
