@@ -16,6 +16,9 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	// go-digest computes sha256 through crypto.SHA256, which needs the
+	// implementation linked in.
+	_ "crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
