@@ -355,8 +355,15 @@ func (n *Node) startContainerd(ctx context.Context, o Options) error {
 	n.containerd, err = proc.Start(proc.Spec{
 		Name: n.Name + "-containerd", Dir: n.dir, Bin: n.tools.Containerd,
 		Args: []string{"--config", configPath},
-		// The runc shim is found on PATH, next to containerd.
-		Env: []string{"PATH=" + filepath.Dir(n.tools.Shim) + ":" + os.Getenv("PATH")},
+		Env: []string{
+			// The runc shim is found on PATH, next to containerd.
+			"PATH=" + filepath.Dir(n.tools.Shim) + ":" + os.Getenv("PATH"),
+			// Nothing is ever pulled: every image is imported. A Pod
+			// naming an image that was not (a default nobody builds)
+			// must fail here, not reach out to a registry: registry
+			// requests go to a proxy on loopback that refuses them.
+			"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=",
+		},
 	})
 	if err != nil {
 		return err
@@ -465,6 +472,10 @@ evictionHard:
   nodefs.inodesFree: "1%%"
   imagefs.available: "1%%"
 serializeImagePulls: false
+# A mounted ConfigMap's update reaches the Pods within this (default 1m):
+# the tests change graft's configuration as users do, through its
+# ConfigMap.
+syncFrequency: 10s
 registerWithTaints: %[5]s
 `
 

@@ -91,6 +91,21 @@ func Build(ctx context.Context, dir, repoRoot, graftBin string) (*Installed, err
 	return in, nil
 }
 
+// ApplyYAML applies, server-side, every object of a YAML stream (what
+// `graft guarantee` writes, say), as `kubectl apply --server-side` would.
+func (c *Cluster) ApplyYAML(ctx context.Context, data []byte) error {
+	objs, err := decode(data)
+	if err != nil {
+		return err
+	}
+	return apply(ctx, c.Cluster, objs)
+}
+
+// ApplyObjects applies objects server-side.
+func (c *Cluster) ApplyObjects(ctx context.Context, objs []*unstructured.Unstructured) error {
+	return apply(ctx, c.Cluster, objs)
+}
+
 // Apply creates every object the overlay holds. The nodes must have
 // graft's image by then: nothing can pull it.
 func (in *Installed) Apply(ctx context.Context, c *cluster.Cluster) error {
