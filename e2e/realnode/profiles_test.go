@@ -120,14 +120,14 @@ func injectedPod(t *testing.T, c *realcluster.Cluster, ns string, app corev1.Con
 	return got
 }
 
-// TestProfilesRun: for every profile deploy/base ships, a Deployment
+// TestRealProfilesRun: for every profile deploy/base ships, a Deployment
 // created through graft reaches Ready on a real node with its sidecars
 // running; each native sidecar started before the app container, and
 // where the template gives it a startup probe, the probe passed before the
 // app started: the app found the probe's endpoint answering, or its file
 // rendered, at its first instant, and the sidecar's own log dates the
 // probe's first success before the app's start.
-func TestProfilesRun(t *testing.T) {
+func TestRealProfilesRun(t *testing.T) {
 	c := need(t)
 	defaults, err := realcluster.TemplateImages()
 	if err != nil {
@@ -215,10 +215,10 @@ func TestProfilesRun(t *testing.T) {
 	}
 }
 
-// TestJobWithNativeSidecarCompletes: a Job's Pod, injected with the
+// TestRealJobWithNativeSidecarCompletes: a Job's Pod, injected with the
 // otel-agent profile's native sidecar, completes once its app container
 // exits 0: the kubelet stops the sidecar, and the Job is Complete.
-func TestJobWithNativeSidecarCompletes(t *testing.T) {
+func TestRealJobWithNativeSidecarCompletes(t *testing.T) {
 	c := need(t)
 	ns := profileNamespace(t, c, "real-job", "otel-agent")
 	app := appContainer("--exit-after=2s")

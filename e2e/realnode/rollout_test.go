@@ -76,12 +76,12 @@ func setGraftConfig(t *testing.T, c *realcluster.Cluster, config []byte, ns, rev
 	}
 }
 
-// TestRolloutInPlace: a revision of graft's configuration that changes
+// TestRealRolloutInPlace: a revision of graft's configuration that changes
 // only the otel-agent sidecar's image; `graft rollout --in-place --apply`
 // patches the running Pod, and the kubelet restarts the sidecar alone:
 // the same Pod, the app container with the same container ID and no
 // restart, the sidecar a new container running the new image, Ready.
-func TestRolloutInPlace(t *testing.T) {
+func TestRealRolloutInPlace(t *testing.T) {
 	c := need(t)
 	ns := profileNamespace(t, c, "real-in-place", upgradeProfile)
 	if _, err := c.Client.AppsV1().Deployments(ns).Create(t.Context(), deployment("app", appContainer()), metav1.CreateOptions{}); err != nil {
@@ -210,12 +210,12 @@ func TestRolloutInPlace(t *testing.T) {
 	t.Logf("in place: sidecar %s -> %s (%s), app container %s kept", sidecarBefore.ContainerID, sidecarAfter.ContainerID, sidecarAfter.Image, appAfter.ContainerID)
 }
 
-// TestWatchdogReplacesPodAdmittedInOutage: with graft's replicas scaled
+// TestRealWatchdogReplacesPodAdmittedInOutage: with graft's replicas scaled
 // to zero and its profile's guarantee relaxed to Audit (so the fail-open
 // webhook admits a Pod without its sidecar), a Deployment's Pod runs
 // uninjected; once graft is back, graft watchdog restarts the Deployment,
 // and its new Pod runs with its sidecar started and ready.
-func TestWatchdogReplacesPodAdmittedInOutage(t *testing.T) {
+func TestRealWatchdogReplacesPodAdmittedInOutage(t *testing.T) {
 	c := need(t)
 	ns := profileNamespace(t, c, "real-watchdog", upgradeProfile)
 	patchNamespaceLabel(t, c, ns, names.Watchdog, "enabled")

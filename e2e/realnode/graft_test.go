@@ -15,14 +15,14 @@ import (
 	"github.com/graftdev/graft/internal/names"
 )
 
-// TestGraftRunsAsShipped: graft's image runs on a real node from
+// TestRealGraftRunsAsShipped: graft's image runs on a real node from
 // deploy/base's Deployment as kustomize builds it, unchanged: every
 // replica started, passed its startup and readiness probes, runs as uid
 // 65532 on a read-only root filesystem; the controller manager lists the
 // replicas in the Service's EndpointSlice, through which the API server
 // reaches graft (a Pod created in an opted-in namespace comes back
 // injected).
-func TestGraftRunsAsShipped(t *testing.T) {
+func TestRealGraftRunsAsShipped(t *testing.T) {
 	c := need(t)
 	want := c.Graft.Deployment
 	live, err := c.Client.AppsV1().Deployments(want.Namespace).Get(t.Context(), want.Name, metav1.GetOptions{})
