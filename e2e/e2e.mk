@@ -114,12 +114,16 @@ node-tools:
 e2e-image:
 	@$(MAKE) --no-print-directory images IMAGE_PLATFORMS=$(E2E_IMAGE_PLATFORM) IMAGES_DIR=$(E2E_IMAGES_DIR)
 
-# BENCH_NODE_PODS Pods per profile, created one after another.
-BENCH_NODE_PODS ?= 60
+# BENCH_NODE_PODS Pods per profile, created one after another;
+# BENCH_NODE_FLAGS adds nodebench's flags (-profiles a,b to measure some).
+BENCH_NODE_PODS ?= 50
+BENCH_NODE_FLAGS ?=
 
-## bench-node: Pod create to Ready on a real node, p50 and p99 over BENCH_NODE_PODS Pods, with no webhook and per built-in profile; the sidecars' start and idle memory.
+## bench-node: Pod create to Ready on a real node, p50 and p99 over BENCH_NODE_PODS Pods, with no webhook and per built-in profile; the sidecars' start and idle memory; writes bench/results/node-latest.md.
+bench-node: SHELL := bash
+bench-node: .SHELLFLAGS := -o pipefail -c
 bench-node: e2e-deps
-	cd e2e && $(E2E_ENV) $(GO) run ./cmd/nodebench -pods $(BENCH_NODE_PODS)
+	cd e2e && $(E2E_ENV) $(GO) run ./cmd/nodebench -pods $(BENCH_NODE_PODS) $(BENCH_NODE_FLAGS) | tee $(CURDIR)/bench/results/node-latest.md
 
 ## cluster-tools: build (or reuse) the cached etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok.
 cluster-tools: $(E2E_K8S_BINS) $(E2E_ETCD) $(E2E_KWOK) $(E2E_KWOK_STAGES)

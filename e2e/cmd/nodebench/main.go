@@ -44,7 +44,7 @@ import (
 )
 
 func main() {
-	pods := flag.Int("pods", 60, "Pods per profile, created one after another")
+	pods := flag.Int("pods", 50, "Pods per profile, created one after another")
 	idle := flag.Duration("idle", 10*time.Second, "how long the memory Pod idles before it is read")
 	only := flag.String("profiles", "", "comma-separated profiles to measure (default: every shipped one)")
 	flag.Parse()
