@@ -50,6 +50,18 @@ E2E_APISERVER_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitMinor=$(E2E_K8S_MINOR) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 
+# Real nodes (e2e/realnode, make bench-node) run Debian's containerd, runc
+# and CNI plugins, which make node-tools installs with apt-get, pinned to
+# bookworm's releases (the patch suffix may move with security updates);
+# the kubelet is built above with the control plane. Cold: about 15 s.
+NODE_PACKAGES := containerd=1.6.20~ds1-1+deb12u* runc=1.1.5+ds1-1+deb12u* \
+	containernetworking-plugins=1.1.1+ds1-3+b* iptables=1.8.9-2*
+# The harness imports graft's image for this machine's platform, as make
+# images writes it (bin/e2e-image, apart from a release's bin/images).
+E2E_IMAGE_PLATFORM := linux/$(shell $(GO) env GOARCH)
+E2E_IMAGES_DIR     := $(CURDIR)/$(BIN)/e2e-image
+E2E_GRAFT_IMAGE    := $(E2E_IMAGES_DIR)/graft.tar
+
 # What the harness is told about the binaries it runs; helm (built by the
 # Makefile) renders the chart the suite dry-run applies.
 E2E_ENV := GRAFT_E2E_KUBE_APISERVER=$(E2E_APISERVER) \
@@ -64,21 +76,9 @@ E2E_ENV := GRAFT_E2E_KUBE_APISERVER=$(E2E_APISERVER) \
 	GRAFT_E2E_KUBELET=$(E2E_KUBELET) \
 	GRAFT_E2E_GRAFT_IMAGE=$(E2E_GRAFT_IMAGE)
 
-# Real nodes (e2e/realnode, make bench-node) run Debian's containerd, runc
-# and CNI plugins, which make node-tools installs with apt-get, pinned to
-# bookworm's releases (the patch suffix may move with security updates);
-# the kubelet is built above with the control plane. Cold: about 15 s.
-NODE_PACKAGES := containerd=1.6.20~ds1-1+deb12u* runc=1.1.5+ds1-1+deb12u* \
-	containernetworking-plugins=1.1.1+ds1-3+b* iptables=1.8.9-2*
-# The harness imports graft's image for this machine's platform only: the
-# same image manifest make images puts in its multi-platform index.
-E2E_IMAGE_PLATFORM := linux/$(shell $(GO) env GOARCH)
-E2E_IMAGES_DIR     := $(CURDIR)/$(BIN)/e2e-image
-E2E_GRAFT_IMAGE    := $(E2E_IMAGES_DIR)/graft.tar
-
 .PHONY: e2e-deps e2e-graft e2e-image node-tools kube-apiserver cluster-tools demo acceptance bench-node
 
-## e2e: the e2e module's tests: the end-to-end suite against a real control plane and simulated nodes, race detector on.
+## e2e: the e2e module's tests: the end-to-end suite against a real control plane and simulated nodes, and Pods on real nodes (e2e/realnode), race detector on.
 e2e: e2e-deps $(HELM)
 	cd e2e && $(E2E_ENV) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) -run '$(E2E_RUN)' -v ./...
 
