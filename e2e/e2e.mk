@@ -53,6 +53,18 @@ k8s-ldflags = -s -w \
 	-X k8s.io/component-base/version.gitTreeState=clean
 E2E_APISERVER_LDFLAGS := $(call k8s-ldflags,$(E2E_K8S_VERSION),$(E2E_K8S_MINOR))
 
+# Real nodes (e2e/realnode, make bench-node) run Debian's containerd, runc
+# and CNI plugins, which make node-tools installs with apt-get, pinned to
+# bookworm's releases (the patch suffix may move with security updates);
+# the kubelet is built above with the control plane. Cold: about 15 s.
+NODE_PACKAGES := containerd=1.6.20~ds1-1+deb12u* runc=1.1.5+ds1-1+deb12u* \
+	containernetworking-plugins=1.1.1+ds1-3+b* iptables=1.8.9-2*
+# The harness imports graft's image for this machine's platform, as make
+# images writes it (bin/e2e-image, apart from a release's bin/images).
+E2E_IMAGE_PLATFORM := linux/$(shell $(GO) env GOARCH)
+E2E_IMAGES_DIR     := $(CURDIR)/$(BIN)/e2e-image
+E2E_GRAFT_IMAGE    := $(E2E_IMAGES_DIR)/graft.tar
+
 # What the harness is told about the binaries it runs; helm (built by the
 # Makefile) renders the chart the suite dry-run applies.
 E2E_ENV := GRAFT_E2E_KUBE_APISERVER=$(E2E_APISERVER) \
@@ -63,11 +75,13 @@ E2E_ENV := GRAFT_E2E_KUBE_APISERVER=$(E2E_APISERVER) \
 	GRAFT_E2E_NODES=$(E2E_NODES) \
 	GRAFT_E2E_ETCD=$(E2E_ETCD) \
 	GRAFT_E2E_GRAFT=$(E2E_GRAFT) \
-	GRAFT_E2E_HELM=$(HELM)
+	GRAFT_E2E_HELM=$(HELM) \
+	GRAFT_E2E_KUBELET=$(E2E_KUBELET) \
+	GRAFT_E2E_GRAFT_IMAGE=$(E2E_GRAFT_IMAGE)
 
-.PHONY: e2e-deps e2e-graft kube-apiserver cluster-tools demo acceptance
+.PHONY: e2e-deps e2e-graft e2e-image node-tools kube-apiserver cluster-tools demo acceptance bench-node
 
-## e2e: the e2e module's tests: the end-to-end suite against a real control plane and simulated nodes, race detector on.
+## e2e: the e2e module's tests: the end-to-end suite against a real control plane and simulated nodes, and Pods on real nodes (e2e/realnode), race detector on.
 e2e: e2e-deps $(HELM)
 	cd e2e && $(E2E_ENV) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) -run '$(E2E_RUN)' -v ./...
 
@@ -82,7 +96,37 @@ acceptance: e2e-deps
 demo: e2e-deps
 	cd e2e && $(E2E_ENV) $(GO) run ./cmd/demo
 
-e2e-deps: cluster-tools e2e-graft
+e2e-deps: cluster-tools e2e-graft e2e-image node-tools
+
+## node-tools: install (as root, with apt-get) the pinned containerd, runc and CNI plugins real nodes run; without root it says what is missing.
+node-tools:
+	@set -ef; missing=; for spec in $(NODE_PACKAGES); do \
+		pkg=$${spec%%=*}; want=$${spec#*=}; \
+		have=$$(dpkg-query -W -f='$${Version}' $$pkg 2>/dev/null || true); \
+		case "$$have" in $$want) ;; *) missing="$$missing $$spec";; esac; \
+	done; \
+	[ -n "$$missing" ] || exit 0; \
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
+		echo "node-tools: need$$missing; install them as root (apt-get install), or the real-node tests skip" >&2; exit 0; \
+	fi; \
+	echo "apt-get install$$missing"; \
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing
+
+# graft's image as make images builds it, for this platform, in bin/e2e-image
+# (rebuilt when graft changes: go build is incremental).
+e2e-image:
+	@$(MAKE) --no-print-directory images IMAGE_PLATFORMS=$(E2E_IMAGE_PLATFORM) IMAGES_DIR=$(E2E_IMAGES_DIR)
+
+# BENCH_NODE_PODS Pods per profile, created one after another;
+# BENCH_NODE_FLAGS adds nodebench's flags (-profiles a,b to measure some).
+BENCH_NODE_PODS ?= 50
+BENCH_NODE_FLAGS ?=
+
+## bench-node: Pod create to Ready on a real node, p50 and p99 over BENCH_NODE_PODS Pods, with no webhook and per built-in profile; the sidecars' start and idle memory; writes bench/results/node-latest.md.
+bench-node: SHELL := bash
+bench-node: .SHELLFLAGS := -o pipefail -c
+bench-node: e2e-deps
+	cd e2e && $(E2E_ENV) $(GO) run ./cmd/nodebench -pods $(BENCH_NODE_PODS) $(BENCH_NODE_FLAGS) | tee $(CURDIR)/bench/results/node-latest.md
 
 ## cluster-tools: build (or reuse) the cached etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok.
 cluster-tools: $(E2E_K8S_BINS) $(E2E_ETCD) $(E2E_KWOK) $(E2E_KWOK_STAGES)

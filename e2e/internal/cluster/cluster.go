@@ -44,6 +44,12 @@ type Options struct {
 	// ControllerManagerArgs and SchedulerArgs are added to those
 	// components' flags (a fleet-sized load raises their client QPS, say).
 	ControllerManagerArgs, SchedulerArgs []string
+	// RealNodes, if set, adds nodes that run Pods for real (package
+	// node): it is called once the control plane is up, with
+	// kube-scheduler running even when Nodes is 0, and before graft
+	// starts. Stop closes what it returns first; its LogFiles join the
+	// cluster's.
+	RealNodes func(ctx context.Context, c *Cluster) (NodeSet, error)
 	// KeepLogs keeps a load-test command's directory (all but etcd's
 	// data) when it succeeds too, to read why the API server refused
 	// what it did (GRAFT_E2E_KEEP_LOGS=1).
@@ -54,6 +60,12 @@ type Options struct {
 	// harness then makes each namespace's default ServiceAccount itself,
 	// as the controller manager would.
 	APIOnly bool
+}
+
+// NodeSet is what Options.RealNodes started.
+type NodeSet interface {
+	Close() error
+	LogFiles() []string
 }
 
 // DefaultNodes is how many simulated nodes run unless GRAFT_E2E_NODES
@@ -128,6 +140,7 @@ type Cluster struct {
 	controllers *proc.Process
 	scheduler   *proc.Process
 	kwok        *proc.Process
+	realNodes   NodeSet
 	graft       *graftServer
 	warnings    *warningLog
 
@@ -187,17 +200,24 @@ func StartControlPlane(ctx context.Context, o Options, apiserverArgs ...string) 
 	if c.controllers, err = startControllerManager(ctx, o.KubeControllerManager, o.Dir, c.apiserver, c.Client, o.ControllerManagerArgs); err != nil {
 		return c, err
 	}
-	if o.Nodes == 0 {
+	if o.Nodes == 0 && o.RealNodes == nil {
 		return c, nil
 	}
 	if c.scheduler, err = startScheduler(o.KubeScheduler, o.Dir, c.apiserver, o.SchedulerArgs); err != nil {
 		return c, err
 	}
-	if c.kwok, err = startKwok(ctx, o.Kwok, o.KwokStages, o.Dir, c.apiserver); err != nil {
-		return c, err
+	if o.Nodes > 0 {
+		if c.kwok, err = startKwok(ctx, o.Kwok, o.KwokStages, o.Dir, c.apiserver); err != nil {
+			return c, err
+		}
+		if err := addNodes(ctx, c.Client, c.kwok, o.Nodes); err != nil {
+			return c, err
+		}
 	}
-	if err := addNodes(ctx, c.Client, c.kwok, o.Nodes); err != nil {
-		return c, err
+	if o.RealNodes != nil {
+		if c.realNodes, err = o.RealNodes(ctx, c); err != nil {
+			return c, err
+		}
 	}
 	return c, nil
 }
@@ -275,6 +295,9 @@ func (c *Cluster) Stop() error {
 	if c.graft != nil {
 		errs = append(errs, c.graft.stop())
 	}
+	if c.realNodes != nil {
+		errs = append(errs, c.realNodes.Close())
+	}
 	for _, p := range []*proc.Process{c.kwok, c.scheduler, c.controllers, c.apiProc()} {
 		if p != nil {
 			errs = append(errs, p.Stop(15*time.Second))
@@ -315,6 +338,9 @@ func (c *Cluster) LogFiles() []string {
 	var out []string
 	for _, p := range c.processes() {
 		out = append(out, p.LogPath())
+	}
+	if c.realNodes != nil {
+		out = append(out, c.realNodes.LogFiles()...)
 	}
 	if c.warnings != nil {
 		out = append(out, c.warnings.path)
