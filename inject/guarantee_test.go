@@ -323,10 +323,9 @@ func TestGuaranteeAgainstPodAuthors(t *testing.T) {
 			}
 		}},
 		{"4: a key no template renders here", "enabled", "", fresh(func(p map[string]any) {
-			annotations(p)["graft.dev/mesh-proxy.trafficRedirect"] = "none"
-			annotations(p)["redirect.graft.dev/mode"] = "cni"
+			annotations(p)["redirect.graft.dev/bypass-uids"] = "0"
 		}), DecisionDeny,
-			`the Pod sets annotation redirect.graft.dev/mode, which is graft's to set (a Pod may set only the annotations graft.dev/templates and graft.dev/<template>.<param>, and the labels graft.dev/inject and, where its profile allows, graft.dev/rev); remove it`, nil},
+			`the Pod sets annotation redirect.graft.dev/bypass-uids, which is graft's to set (a Pod may set only the annotations graft.dev/templates and graft.dev/<template>.<param>, and the labels graft.dev/inject and, where its profile allows, graft.dev/rev); remove it`, nil},
 		{"4: another subdomain, in capitals", "enabled", "", fresh(func(p map[string]any) {
 			annotations(p)["Policy.GRAFT.dev/exempt"] = "true"
 		}), DecisionDeny, `the Pod sets annotation Policy.GRAFT.dev/exempt, which is graft's to set`, nil},

@@ -69,7 +69,11 @@ const (
 	quotedName              = `"\"" + c.name + "\""`
 	// celClaims is the text of the lists of container names the record
 	// rec says graft injected.
+	// A versioned record without "injected" claims nothing (its
+	// "kept" entries name the Pod's own objects); only version 1 lists
+	// containers at the top level.
 	celClaims = `(rec.contains("\"injected\":[") ? rec.split("\"injected\":[")[1].split("]")[0] :` + "\n" +
+		`  rec.contains("\"version\":") ? "" :` + "\n" +
 		`  (rec.contains("\"initContainers\":[") ? rec.split("\"initContainers\":[")[1].split("]")[0] : "") + "," +` + "\n" +
 		`  (rec.contains("\"containers\":[") ? rec.split("\"containers\":[")[1].split("]")[0] : ""))`
 	celStatusKey     = `"` + names.Status + `"`
