@@ -68,6 +68,7 @@ const tourMarker = "<!-- demo output: checked by TestReadmeTourIsTheDemo -->"
 // README's sample of its output to be that output, up to what varies run
 // to run: times, ports, generated names, which node a Pod landed on.
 func TestReadmeTourIsTheDemo(t *testing.T) {
+	needsWorkloads(t)
 	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
 	if err != nil {
 		t.Fatal(err)

@@ -80,6 +80,7 @@ server:
 // SIGKILL, and what that costs is reported, not judged. How fast the
 // creates went is reported too: it is this machine's, not graft's.
 func TestRollingReplicas(t *testing.T) {
+	needsWorkloads(t)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for network namespaces")
 	}
