@@ -58,7 +58,7 @@ fragment: |
 		{name: "lint needs a dir", args: []string{"templates", "lint"}, code: 1,
 			stderr: "accepts 1 arg(s), received 0"},
 		{name: "no subcommand", args: []string{"templates"}, code: 1,
-			stderr: "graft: templates: missing subcommand: lint or docs"},
+			stderr: "graft: templates: missing subcommand: list, lint or docs"},
 		{name: "unknown subcommand", args: []string{"templates", "fix"}, code: 1,
 			stderr: `graft: unknown command "fix" for "graft templates"`},
 		{name: "docs to stdout", args: []string{"templates", "docs", "--out", "-"},
