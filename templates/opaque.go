@@ -56,8 +56,8 @@ func (t text) String() string {
 }
 
 // inert reports whether s can carry no YAML syntax wherever it is
-// written: letters, digits and ._/- only, not leading with one of the
-// last three (a leading "-" opens a list item, "---" and "..." delimit
+// written: letters, digits and ._/- only, leading with a letter, a digit
+// or "_" (a leading "-" opens a list item, "---" and "..." delimit
 // documents), and not empty (an empty value would leave a key without
 // its scalar).
 func inert(s string) bool {
