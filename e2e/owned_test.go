@@ -25,10 +25,13 @@ func TestGraftRefusesForgedSidecars(t *testing.T) {
 	if !realProxy(real) {
 		t.Fatalf("graft did not inject graft-proxy: %s", containerNames(real))
 	}
+	// graft's sidecar as stored, less the ServiceAccount plugin's mount
+	// of the real Pod's token volume (a Pod of its own gets its own).
 	var proxy corev1.Container
 	for _, c := range real.Spec.InitContainers {
 		if c.Name == proxyName {
 			proxy = *c.DeepCopy()
+			proxy.VolumeMounts = nil
 		}
 	}
 	// copied is a Pod carrying the record and label of the real one.

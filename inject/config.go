@@ -32,18 +32,21 @@ const (
 	InvalidUseDefault InvalidParamsMode = "default"
 )
 
-// ConflictMode says how a profile answers a Pod that already holds a
-// container, init container or volume named like one a template injects,
-// which graft did not inject (graft.dev/status does not name it).
+// ConflictMode says how a profile answers a Pod that holds a container,
+// init container or volume named like one a template graft serves
+// renders, which is not graft's render for the Pod (whatever
+// graft.dev/status says), or whose containers collide with what a
+// template adds.
 type ConflictMode string
 
 const (
 	// ConflictDeny refuses the Pod, naming the object, the template and
 	// this option.
 	ConflictDeny ConflictMode = "deny"
-	// ConflictKeep admits the Pod with a warning and injects nothing of
-	// that template: its other parts may depend on the object it meant
-	// to add (a volume its sidecar and the app containers mount).
+	// ConflictKeep admits the Pod with a warning, leaves the Pod's object
+	// as it is (recorded under kept in graft.dev/status) and injects
+	// nothing of that template: its other parts may depend on the object
+	// it meant to add (a volume its sidecar and the app containers mount).
 	ConflictKeep ConflictMode = "keep"
 )
 
@@ -63,10 +66,11 @@ type Profile struct {
 	OnInvalidParams InvalidParamsMode `json:"onInvalidParams,omitempty"`
 	// FailureMode defaults to "allow".
 	FailureMode FailureMode `json:"failureMode,omitempty"`
-	// OnConflict answers a Pod that already holds a container, init
-	// container or volume named like one of the templates', which graft
-	// did not inject (graft.dev/status does not name it). Defaults to
-	// "deny".
+	// OnConflict answers a Pod that holds a container, init container or
+	// volume named like one a template graft serves renders, which is not
+	// graft's render for the Pod (whatever graft.dev/status says), or
+	// whose containers collide with what a template adds (a port, a
+	// reserved uid, an env var, a mount path). Defaults to "deny".
 	OnConflict ConflictMode `json:"onConflict,omitempty"`
 	// InjectHostNetwork injects into hostNetwork Pods too (default: skip them,
 	// since a proxy or port-binding agent would share the node's network).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/graftdev/graft/bench/corpus"
 	"github.com/graftdev/graft/internal/names"
+	"github.com/graftdev/graft/templates"
 )
 
 // The webhook's side of the guarantee against Pod authors (issue 32,
@@ -550,5 +551,62 @@ func TestTokenMountOfAnotherKind(t *testing.T) {
 				t.Fatalf("graft's: %v, want %v (%v/%v %s)", graft, tt.graft, a.res.Decision, a.res.Reason, a.message)
 			}
 		})
+	}
+}
+
+// TestRevisionsShareSidecarNames: with several revisions, a name any
+// revision's templates render is graft's, whichever revision serves the
+// Pod: the revision "next" serves a template (classic-sidecar) the
+// default revision's set lacks, and a Pod the default revision serves
+// with a container of its name is a conflict, as it is not for an
+// engine that serves the default set alone.
+func TestRevisionsShareSidecarNames(t *testing.T) {
+	builtin, err := templates.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := DefaultConfig()
+	next.Revision = "next"
+	r := newTestRevisions(t, RevisionsConfig{Revisions: []RevisionConfig{
+		{Config: DefaultConfig(), Templates: builtin}, {Config: next, Templates: testTemplates(t)}}})
+	pod := webPod()
+	appendTo(pod, "containers", map[string]any{"name": "graft-classic", "image": "registry.local/mine:1"})
+	review := podReview(pod, "revisions")
+	_, res, err := r.Admit(nil, review, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Revision != DefaultRevision || res.Decision != DecisionDeny || res.Reason != ReasonConflict {
+		t.Fatalf("revision %s: %v/%v, want default: deny/conflict", res.Revision, res.Decision, res.Reason)
+	}
+	alone, err := New(DefaultConfig(), builtin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, res, _ := alone.Admit(nil, review, Options{}); res.Decision != DecisionInject {
+		t.Fatalf("an engine of the default set alone: %v/%v, want inject", res.Decision, res.Reason)
+	}
+}
+
+// TestExplainSaysWhatIsNotGrafts: graft explain reports, per template,
+// why an object of its name is not graft's, and the objects of other
+// templates' names and the reserved keys that make a Pod a conflict.
+func TestExplainSaysWhatIsNotGrafts(t *testing.T) {
+	e := newTestEngine(t, guaranteeConfig())
+	pod := webPod()
+	appendTo(pod, "initContainers", hostile("graft-proxy"))
+	appendTo(pod, "initContainers", hostile("graft-secrets-agent"))
+	annotations(pod)["graft.dev/owner"] = "me"
+	ex, err := e.Explain(podReview(pod, "explain"), Options{Profile: "enabled"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ex.Plan) != 1 || ex.Plan[0].State != StateConflict || ex.Plan[0].Conflict != `init container "graft-proxy"` ||
+		ex.Plan[0].Why != "its image differs from template mesh-proxy's" {
+		t.Fatalf("plan %+v", ex.Plan)
+	}
+	if !slices.Equal(ex.Foreign, []string{`init container "graft-secrets-agent" (template secrets-agent renders that name, and graft does not inject it into this Pod)`}) ||
+		!slices.Equal(ex.Reserved, []string{"annotation graft.dev/owner"}) {
+		t.Fatalf("foreign %q, reserved %q", ex.Foreign, ex.Reserved)
 	}
 }

@@ -42,9 +42,10 @@ type mergeOutcome uint8
 const (
 	// mergeDone: s.edits hold what to add (none: nothing to do).
 	mergeDone mergeOutcome = iota
-	// mergeConflict: the Pod holds an object named like one graft
-	// injects that graft did not inject, and the profile denies such
-	// Pods; s.conflict says which.
+	// mergeConflict: the Pod holds an object named like one of graft's
+	// that is not graft's render, a collision, or a key in graft's
+	// domains it may not set, and the profile denies such Pods (a key:
+	// every profile); s.conflict says which.
 	mergeConflict
 	// mergeUpgrade: graft.dev/status records a template at another
 	// revision or digest than the plan's, or is version 1 (upgrade.go).

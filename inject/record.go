@@ -90,24 +90,6 @@ func (r *record) find(name string) int {
 	return -1
 }
 
-// owns reports whether the record names name in a list of kind k (for
-// containers, either container list: a name is one container either way).
-func (r *record) owns(k listKind, name string) bool {
-	for i := range r.entries {
-		e := &r.entries[i]
-		if k == kInits || k == kContainers {
-			if contains(r.list(e.lists[kInits]), name) || contains(r.list(e.lists[kContainers]), name) {
-				return true
-			}
-			continue
-		}
-		if contains(r.list(e.lists[k]), name) {
-			return true
-		}
-	}
-	return false
-}
-
 // podResources returns the podResources the entry of template tmpl
 // records, as JSON, or "".
 func (r *record) podResources(tmpl string) string {
