@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/imageref"
 	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/templates"
 )
@@ -199,12 +200,19 @@ func revisionTargets(rc inject.RevisionsConfig, name string) []string {
 // may set that parameter, any image the profile allows.
 func (ps *profileSpec) add(p *inject.Profile, tmpl *templates.Template, tf TemplateFacts) error {
 	// What a Pod's annotation may choose: any image, or one the
-	// profile's allowedImages admit.
+	// profile's allowedImages admit, each entry up to a boundary
+	// (imageref.Expand, the engine's rule).
 	chosen := []string{"*"}
 	if allowed := p.AllowedImages; len(allowed) > 0 {
 		chosen = nil
 		for _, a := range allowed {
-			chosen = append(chosen, a+"*")
+			exact, prefixes := imageref.Expand(a)
+			if exact != "" {
+				chosen = append(chosen, exact)
+			}
+			for _, pre := range prefixes {
+				chosen = append(chosen, pre+"*")
+			}
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(tf.Containers)) {

@@ -8,6 +8,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/graftdev/graft/internal/imageref"
 	"github.com/graftdev/graft/internal/names"
 )
 
@@ -68,7 +69,11 @@ const (
 	quotedName              = `"\"" + c.name + "\""`
 	// celClaims is the text of the lists of container names the record
 	// rec says graft injected.
+	// A versioned record without "injected" claims nothing (its
+	// "kept" entries name the Pod's own objects); only version 1 lists
+	// containers at the top level.
 	celClaims = `(rec.contains("\"injected\":[") ? rec.split("\"injected\":[")[1].split("]")[0] :` + "\n" +
+		`  rec.contains("\"version\":") ? "" :` + "\n" +
 		`  (rec.contains("\"initContainers\":[") ? rec.split("\"initContainers\":[")[1].split("]")[0] : "") + "," +` + "\n" +
 		`  (rec.contains("\"containers\":[") ? rec.split("\"containers\":[")[1].split("]")[0] : ""))`
 	celStatusKey     = `"` + names.Status + `"`
@@ -109,11 +114,12 @@ const OtherOSExpr = `object.spec.?os.name.orValue("linux") != "linux" ||` + "\n"
 // sidecarOKExpr holds when container c, whose kind is kind (a CEL string
 // expression), is a sidecar of the profile as graft injects it: its
 // "<name>|<kind>|<image>" in the constant list (a set lookup: CEL plans
-// `in` on a constant list as one), or starting with a prefix entry.
+// `in` on a constant list as one), or starting with a prefix entry and
+// an image reference, as the engine requires (imageref).
 func sidecarOKExpr(kind string) string {
 	k := "c.name + \"|\" + " + kind + " + \"|\" + " + celImage
 	return "((" + k + ") in " + mKindsImages + " ||\n" +
-		"  " + mImagePrefixes + ".exists(x, (" + k + ").startsWith(x)))"
+		"  " + mImagePrefixes + ".exists(x, (" + k + ").startsWith(x)) && " + imageref.CELValid(celImage) + ")"
 }
 
 // celSkeleton is the policy's CEL with markers for the data.

@@ -18,8 +18,9 @@ import (
 // guaranteeYAML is a configuration with what the guarantee must follow:
 // revisions and tags, a profile keeping Pods' own containers, one
 // injecting hostNetwork Pods in one revision only, profiles locking the
-// image (one to another image), one whose Pods may choose an image within
-// allowed prefixes, and one whose Pods may add templates.
+// image (one to another image), two whose Pods may choose an image within
+// allowedImages (registries, a repository), and one whose Pods may add
+// templates.
 const guaranteeYAML = `
 revision: v1
 defaultProfile: mesh
@@ -38,6 +39,10 @@ profiles:
   prefixed:
     templates: [agent]
     allowedImages: [ghcr.io/graftdev/, registry.example/]
+  repository:
+    templates: [agent]
+    params: {agent: {image: registry.example/agent:1}}
+    allowedImages: [registry.example/agent]
 revisions:
   v2:
     profiles:
@@ -362,10 +367,34 @@ func TestGuaranteeFollowsProfiles(t *testing.T) {
 	if v := r.check(t, edit(prefixed, "graft-agent", func(c *corev1.Container) { c.Image = "registry.example.evil/agent:9" }), "prefixed", ""); !strings.Contains(v.Denied, "(ghcr.io/graftdev/*, ghcr.io/graftdev/agent:1.0.0, registry.example/*)") {
 		t.Errorf("profile prefixed, another image: denied %q", v.Denied)
 	}
-	// A profile that lets Pods choose any image still checks names and kinds.
+	// An allowedImages entry admits its repository's tags and digests,
+	// not a repository it is a prefix of, nor a path out of it.
+	chosen.Annotations = map[string]string{names.ParamAnnotation("agent", "image"): "registry.example/agent:9"}
+	repo := r.admit(t, chosen, "repository", "")
+	for image, admitted := range map[string]bool{
+		"registry.example/agent:9":                                 true,
+		"registry.example/agent":                                   true,
+		"registry.example/agent@sha256:" + strings.Repeat("a", 64): true,
+		"registry.example/agent/sub:1":                             true,
+		"registry.example/agent-evil:1":                            false,
+		"registry.example/agentx":                                  false,
+		"registry.example/agent/../evil:1":                         false,
+		"registry.example/agent//x:1":                              false,
+		"registry.example/agent:1 ":                                false,
+	} {
+		v := r.check(t, edit(repo, "graft-agent", func(c *corev1.Container) { c.Image = image }), "repository", "")
+		if v.Matched == admitted {
+			t.Errorf("profile repository, image %q: denied %q, want admitted %t", image, v.Denied, admitted)
+		}
+	}
+	// A profile that lets Pods choose any image still checks names and
+	// kinds, and that the image is a reference.
 	any := r.admit(t, appPod(), "agent", "")
 	if v := r.check(t, edit(any, "graft-agent", func(c *corev1.Container) { c.Image = "anything:1" }), "agent", ""); v.Matched {
 		t.Errorf("profile agent (image not locked): another image refused: %q", v.Denied)
+	}
+	if v := r.check(t, edit(any, "graft-agent", func(c *corev1.Container) { c.Image = "anything/../else:1" }), "agent", ""); v.Denied == "" {
+		t.Error("profile agent: an image with '..' admitted")
 	}
 	if v := r.check(t, edit(any, "graft-agent", func(c *corev1.Container) { c.RestartPolicy = nil }), "agent", ""); v.Denied == "" {
 		t.Error("profile agent: a graft-agent that is not native admitted")
