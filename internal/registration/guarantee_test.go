@@ -272,6 +272,39 @@ func TestGuaranteeRefusesStrippedAndSpoofed(t *testing.T) {
 	}
 }
 
+// TestGuaranteeFollowsProxyInitImage: a profile running proxy-init from
+// its own registry (parameter proxyInitImage, a container only
+// trafficRedirect: init-container adds) gets graft's Pods through its
+// guarantee, and a proxy-init running another image, the template's
+// default included, refused.
+func TestGuaranteeFollowsProxyInitImage(t *testing.T) {
+	const mirror = "mirror.example/graft:v0.1.0"
+	r := newRig(t, `
+defaultProfile: mirror
+profiles:
+  mirror:
+    templates: [mesh-proxy]
+    params: {mesh-proxy: {trafficRedirect: init-container, proxyInitImage: "`+mirror+`"}}
+    lockedParams: ["*.image", "*.proxyInitImage"]
+    podSecurity: {maxLevel: privileged}
+`)
+	injected := r.admit(t, appPod(), "mirror", "")
+	i := slices.IndexFunc(injected.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == "graft-proxy-init" })
+	if i < 0 || injected.Spec.InitContainers[i].Image != mirror {
+		t.Fatalf("graft's Pod: init containers %+v, want graft-proxy-init running %s", injected.Spec.InitContainers, mirror)
+	}
+	if v := r.check(t, injected, "mirror", ""); v.Denied != "" {
+		t.Errorf("graft's Pod, proxy-init from the profile's image: denied %q", v.Denied)
+	}
+	for _, image := range []string{"ghcr.io/graftdev/graft:v0.1.0", "evil.example/graft:v0.1.0"} {
+		other := edit(injected, "graft-proxy-init", func(c *corev1.Container) { c.Image = image })
+		want := "init container graft-proxy-init is not graft's: its image " + image + " is not one profile mirror injects"
+		if v := r.check(t, other, "mirror", ""); !strings.Contains(v.Denied, want) {
+			t.Errorf("proxy-init running %s: denied %q, want it to say %q", image, v.Denied, want)
+		}
+	}
+}
+
 // TestGuaranteeNamesUnknownRevisions: in a namespace whose graft.dev/rev
 // names neither a revision nor a tag, no webhook calls graft, and the
 // refusal says so instead of sending the user to check that graft runs.
