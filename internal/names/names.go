@@ -7,6 +7,8 @@
 // compares against them directly.
 package names
 
+import "strings"
+
 // Prefix starts every graft label and annotation on a Pod or Namespace;
 // keys under it are reserved for graft.
 const Prefix = "graft.dev/"
@@ -50,6 +52,19 @@ const (
 	// for the mesh CNI plugin (redirect.graft.dev/mode, ...).
 	RedirectPrefix = "redirect.graft.dev/"
 )
+
+// Domain is graft's DNS domain: label and annotation keys whose prefix is
+// it, or a domain under it, are graft's (InGraftDomain).
+const Domain = "graft.dev"
+
+// InGraftDomain reports whether key, a label or annotation key, is in
+// graft's domains: its prefix (before the "/") is graft.dev or ends in
+// .graft.dev. A Pod may set only the documented ones (the guarantee,
+// docs/concepts/guarantee.md).
+func InGraftDomain(key string) bool {
+	prefix, _, ok := strings.Cut(key, "/")
+	return ok && (prefix == Domain || strings.HasSuffix(prefix, "."+Domain))
+}
 
 // ParamAnnotation is the Pod annotation that sets parameter param of
 // template tmpl: graft.dev/<template>.<param>.
