@@ -1,6 +1,10 @@
 package export
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // What kube-apiserver defaults in the fields the guarantee compares, so
 // that the policy compares graft's render as the API server stores it
@@ -123,17 +127,48 @@ func defaultVolume(v *corev1.Volume) {
 	}
 }
 
-// APIDefaults applies to pod what kube-apiserver defaults in the fields
-// the guarantee compares, as defaultContainer and defaultVolume mirror it:
-// for tests that hand the policies a Pod as the API server would store it.
+// APIDefaults applies to pod what kube-apiserver defaults in its
+// containers and volumes (defaultContainer and defaultVolume, and the
+// fields it defaults that the guarantee does not compare): for tests that
+// hand the policies a Pod as the API server would store it.
 func APIDefaults(pod *corev1.Pod) {
-	for i := range pod.Spec.InitContainers {
-		defaultContainer(&pod.Spec.InitContainers[i])
-	}
-	for i := range pod.Spec.Containers {
-		defaultContainer(&pod.Spec.Containers[i])
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			c := &cs[i]
+			defaultContainer(c)
+			if c.ImagePullPolicy == "" {
+				c.ImagePullPolicy = pullPolicy(c.Image)
+			}
+			c.TerminationMessagePath = cmpOr(c.TerminationMessagePath, corev1.TerminationMessagePathDefault)
+			c.TerminationMessagePolicy = cmpOr(c.TerminationMessagePolicy, corev1.TerminationMessageReadFile)
+			if pod.Spec.HostNetwork { // SetDefaults_Pod: defaultHostNetworkPorts
+				for j := range c.Ports {
+					if c.Ports[j].HostPort == 0 {
+						c.Ports[j].HostPort = c.Ports[j].ContainerPort
+					}
+				}
+			}
+		}
 	}
 	for i := range pod.Spec.Volumes {
 		defaultVolume(&pod.Spec.Volumes[i])
 	}
+}
+
+// pullPolicy is the imagePullPolicy the API server defaults for image:
+// Always for the tag latest or none, else IfNotPresent (SetDefaults_Container,
+// parsers.ParseImageName: a digest wins over a tag).
+func pullPolicy(image string) corev1.PullPolicy {
+	name := image
+	if i := strings.LastIndexByte(name, '@'); i >= 0 {
+		return corev1.PullIfNotPresent
+	}
+	tag := ""
+	if i := strings.LastIndexByte(name, ':'); i > strings.LastIndexByte(name, '/') {
+		tag = name[i+1:]
+	}
+	if tag == "" || tag == "latest" {
+		return corev1.PullAlways
+	}
+	return corev1.PullIfNotPresent
 }

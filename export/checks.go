@@ -44,9 +44,13 @@ import (
 // K, expanded over a list parameter's items).
 
 // Compared fields of a container, in the order a refusal names the first
-// that differs (GUARANTEE-SPEC: "When a container is graft's").
+// that differs (GUARANTEE-SPEC: "When a container is graft's"), and
+// restartPolicyRules, which the specification names in neither list: what
+// restarts a container under graft's name is graft's to say. The others
+// (resources, resizePolicy, imagePullPolicy, terminationMessagePath and
+// Policy, stdin, stdinOnce, tty) are not compared.
 var comparedFields = []string{"image", "command", "args", "workingDir", "env", "envFrom", "ports", "volumeMounts",
-	"volumeDevices", "securityContext", "restartPolicy", "startupProbe", "readinessProbe", "livenessProbe", "lifecycle"}
+	"volumeDevices", "securityContext", "restartPolicy", "restartPolicyRules", "startupProbe", "readinessProbe", "livenessProbe", "lifecycle"}
 
 // ComparedFields lists the fields the guarantee compares, in order.
 func ComparedFields() []string { return slices.Clone(comparedFields) }
@@ -145,7 +149,11 @@ type CheckContainer struct {
 	Name string `json:"name"`
 	// Kind is native (an init container with restartPolicy: Always), init
 	// or container.
-	Kind   string       `json:"kind"`
+	Kind string `json:"kind"`
+	// Size is the number of fields the API server stores for the
+	// container, volumeMounts aside (see storedSize); -1 when unknown (a
+	// refused template), whose Fields then require absent fields absent.
+	Size   int          `json:"size"`
 	Fields []CheckField `json:"fields"`
 	// Volumes are the template's volumes the container mounts.
 	Volumes []CheckField `json:"volumes,omitempty"`
@@ -241,6 +249,8 @@ type renderedContainer struct {
 	h      *holes
 	stored map[string]any
 	vols   []renderedVolume
+	// size: see CheckContainer.Size.
+	size int
 }
 
 type renderedVolume struct {
@@ -412,6 +422,9 @@ func renderContainer(el element, init bool, vols map[string]node) (renderedConta
 		return renderedContainer{}, fmt.Errorf("container %s: %w", el.name, err)
 	}
 	r := renderedContainer{name: el.name, init: init, h: h, stored: stored.(map[string]any)}
+	if r.size, err = storedSize(full); err != nil {
+		return renderedContainer{}, fmt.Errorf("container %s: %w", el.name, err)
+	}
 	for _, vm := range c.VolumeMounts {
 		vn, ok := vols[vm.Name]
 		if !ok || slices.ContainsFunc(r.vols, func(v renderedVolume) bool { return v.name == vm.Name }) {
@@ -432,9 +445,73 @@ func renderContainer(el element, init bool, vols map[string]node) (renderedConta
 	return r, nil
 }
 
+// storedSize counts the fields the API server stores for a rendered
+// container, volumeMounts aside: the compared ones and those it does not
+// compare (resources, and imagePullPolicy and terminationMessagePath and
+// Policy, which it defaults). With it the matchCondition needs no
+// condition per absent field: one count says no other field is there.
+func storedSize(full object) (int, error) {
+	// Every parameter's value as some valid value of its field: a
+	// resource quantity as 1, a number as 1, text as text.
+	var fill func(n node, quantity bool) any
+	fill = func(n node, quantity bool) any {
+		switch n := n.(type) {
+		case object:
+			m := make(map[string]any, len(n.keys))
+			for _, k := range n.keys {
+				m[k] = fill(n.vals[k], quantity || k == "resources" || quantityKeys[k])
+			}
+			return m
+		case array:
+			out := make([]any, len(n))
+			for i, x := range n {
+				out[i] = fill(x, quantity)
+			}
+			return out
+		case str:
+			if quantity {
+				return "1"
+			}
+			return "x"
+		case typed:
+			if n.src.param.Type == templates.TypeBool {
+				return true
+			}
+			return json.Number("1")
+		}
+		return n
+	}
+	b, err := json.Marshal(fill(full, false))
+	if err != nil {
+		return 0, err
+	}
+	var c corev1.Container
+	if err := json.Unmarshal(b, &c); err != nil {
+		return 0, fmt.Errorf("not as the API server reads it: %w", err)
+	}
+	defaultContainer(&c)
+	c.ImagePullPolicy = cmpOr(c.ImagePullPolicy, corev1.PullIfNotPresent)
+	c.TerminationMessagePath = cmpOr(c.TerminationMessagePath, corev1.TerminationMessagePathDefault)
+	c.TerminationMessagePolicy = cmpOr(c.TerminationMessagePolicy, corev1.TerminationMessageReadFile)
+	c.VolumeMounts = nil
+	m, err := jsonOf(&c)
+	if err != nil {
+		return 0, err
+	}
+	return len(m), nil
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
 // fastContainer writes the matchCondition's conditions on one container.
 func (e *emitter) fastContainer(r renderedContainer) (CheckContainer, error) {
-	cc := CheckContainer{Name: r.name, Kind: kindContainer}
+	cc := CheckContainer{Name: r.name, Kind: kindContainer, Size: r.size}
 	if r.init {
 		cc.Kind = kindInit
 		if r.stored["restartPolicy"] == string(corev1.ContainerRestartPolicyAlways) {
@@ -442,6 +519,9 @@ func (e *emitter) fastContainer(r renderedContainer) (CheckContainer, error) {
 		}
 	}
 	for _, f := range comparedFields {
+		if r.stored[f] == nil && f != "volumeMounts" {
+			continue // absent: the size says so
+		}
 		expr, err := e.field(r.h, "c", f, r.stored[f])
 		if err != nil {
 			return CheckContainer{}, fmt.Errorf("container %s: %s: %w", r.name, f, err)
@@ -574,37 +654,15 @@ const (
 	saMountPath    = "/var/run/secrets/kubernetes.io/serviceaccount"
 )
 
-// SAProjected is the projected source of the volume the ServiceAccount
-// admission plugin adds (k8s.io/kubernetes
-// plugin/pkg/admission/serviceaccount: TokenVolumeSource), as stored, as
-// a CEL literal; guarantee.tpl compares the Pod's token volume with it
-// too.
-func SAProjected() string { return saProjected }
-
-var saProjected = func() string {
-	v := map[string]any{"defaultMode": json.Number("420"), "sources": []any{
-		map[string]any{"serviceAccountToken": map[string]any{"expirationSeconds": json.Number("3607"), "path": "token"}},
-		map[string]any{"configMap": map[string]any{"name": "kube-root-ca.crt", "items": []any{map[string]any{"key": "ca.crt", "path": "ca.crt"}}}},
-		map[string]any{"downwardAPI": map[string]any{"items": []any{map[string]any{"path": "namespace",
-			"fieldRef": map[string]any{"apiVersion": "v1", "fieldPath": "metadata.namespace"}}}}},
-	}}
-	lit, err := (&emitter{}).literal(&holes{}, v, false)
-	if err != nil {
-		panic(err)
-	}
-	return lit
-}()
-
 // saMount is CEL that holds when mount m (a CEL expression) is the
 // plugin's: {name: kube-api-access-*, readOnly: true, mountPath: the
-// token path}, nothing else, of the Pod's volume of that name, which is
-// the plugin's projected token volume: a Pod's own volume under that
-// name (a hostPath, say), which the plugin would mount into graft's
-// container just the same, is not.
+// token path}, nothing else. That the volume it names is the plugin's
+// projected token volume, not a Pod's own under that name (a hostPath,
+// say), which the plugin would mount into graft's container just the
+// same, the assembly checks once per Pod.
 func saMount(m string) string {
 	return m + `.name.startsWith("` + saVolumePrefix + `") && size(` + m + `) == 3 && ` + m + `.?readOnly.orValue(false) && ` +
-		m + `.mountPath == "` + saMountPath + `" && object.spec.?volumes.orValue([]).exists(sv, sv.name == ` + m +
-		`.name && size(sv) == 2 && has(sv.projected) && sv.projected == ` + saProjected + `)`
+		m + `.mountPath == "` + saMountPath + `"`
 }
 
 // field writes the matchCondition's condition on field f of the
@@ -653,7 +711,9 @@ func (e *emitter) eq(h *holes, acc string, v any, runtime bool) (string, error) 
 		if err != nil {
 			return "", err
 		}
-		return acc + " == " + lit, nil
+		// The literal first: its Equal walks its own keys, cheaper than the
+		// typed object's walking every field of its type.
+		return lit + " == " + acc, nil
 	}
 	switch v := v.(type) {
 	case map[string]any:

@@ -114,7 +114,7 @@ func fallbackChecks(tmpl *templates.Template, facts TemplateFacts) ([]CheckVaria
 	var rt RuntimeCheck
 	for _, n := range order {
 		s := byName[n]
-		cc := CheckContainer{Name: n, Kind: s.kind}
+		cc := CheckContainer{Name: n, Kind: s.kind, Size: -1}
 		if s.kind == kindInit && slices.Equal(facts.Containers[n].Kinds, []string{kindNative}) {
 			cc.Kind = kindNative
 		}

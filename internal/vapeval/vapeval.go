@@ -43,6 +43,9 @@ type Policy struct {
 	name                string
 	namespaces, objects labels.Selector
 	rules               []admissionv1.NamedRuleWithOperations
+	// bindings select further, each by its matchResources: a request is
+	// selected by one of them (or by the policy alone, without any).
+	bindings []binding
 	matcher             matchconditions.Matcher
 	validations         plugincel.ConditionEvaluator
 	messages            plugincel.ConditionEvaluator
@@ -64,7 +67,13 @@ func Compile(vap *admissionv1.ValidatingAdmissionPolicy) (*Policy, error) {
 	for _, v := range vap.Spec.Variables {
 		named = append(named, &variable{name: v.Name, expr: v.Expression})
 	}
-	compiler.CompileAndStoreVariables(named, vars, environment.StoredExpressions)
+	for _, v := range named {
+		// As CompileAndStoreVariables does, one by one, to report the
+		// first that does not compile: the API server refuses the policy.
+		if r := compiler.CompileAndStoreVariable(v, vars, environment.StoredExpressions); r.Error != nil {
+			return nil, fmt.Errorf("variable %s: %s", v.GetName(), r.Error.Detail)
+		}
+	}
 	p := &Policy{name: vap.Name, namespaces: labels.Everything(), objects: labels.Everything(), checks: vap.Spec.Validations}
 	if mcs := vap.Spec.MatchConditions; len(mcs) > 0 {
 		accessors := make([]plugincel.ExpressionAccessor, len(mcs))
@@ -104,6 +113,30 @@ func Compile(vap *admissionv1.ValidatingAdmissionPolicy) (*Policy, error) {
 		}
 	}
 	return p, nil
+}
+
+type binding struct{ namespaces, objects labels.Selector }
+
+// Bind adds binding b's selection: once bound, the policy selects a
+// request only where one of its bindings does, as the API server runs a
+// policy once per binding that matches.
+func (p *Policy) Bind(b *admissionv1.ValidatingAdmissionPolicyBinding) error {
+	bd := binding{namespaces: labels.Everything(), objects: labels.Everything()}
+	if mr := b.Spec.MatchResources; mr != nil {
+		var err error
+		if mr.NamespaceSelector != nil {
+			if bd.namespaces, err = metav1.LabelSelectorAsSelector(mr.NamespaceSelector); err != nil {
+				return fmt.Errorf("binding %s: %w", b.Name, err)
+			}
+		}
+		if mr.ObjectSelector != nil {
+			if bd.objects, err = metav1.LabelSelectorAsSelector(mr.ObjectSelector); err != nil {
+				return fmt.Errorf("binding %s: %w", b.Name, err)
+			}
+		}
+	}
+	p.bindings = append(p.bindings, bd)
+	return nil
 }
 
 // expression is a validation's or message's CEL and its result types.
@@ -291,7 +324,12 @@ func (p *Policy) selects(r Request) bool {
 	for k, v := range r.Namespace.Labels {
 		nsLabels[k] = v
 	}
-	return ruled && p.namespaces.Matches(nsLabels) && p.objects.Matches(labels.Set(r.Object.Labels))
+	objLabels := labels.Set(r.Object.Labels)
+	bound := len(p.bindings) == 0
+	for _, b := range p.bindings {
+		bound = bound || b.namespaces.Matches(nsLabels) && b.objects.Matches(objLabels)
+	}
+	return ruled && bound && p.namespaces.Matches(nsLabels) && p.objects.Matches(objLabels)
 }
 
 // PodOf decodes a Pod from its JSON form, as the API server does.
