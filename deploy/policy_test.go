@@ -17,6 +17,7 @@ import (
 	"github.com/graftdev/graft/config"
 	"github.com/graftdev/graft/export"
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/guaranteecorpus"
 	"github.com/graftdev/graft/internal/registration"
 	"github.com/graftdev/graft/internal/vapeval"
 	"github.com/graftdev/graft/templates"
@@ -454,4 +455,119 @@ func TestPolicyAgreesWithEngineSkips(t *testing.T) {
 	if got := verdict(t, keeping, "enabled", notKept); got.Denied == "" {
 		t.Error("onConflict: keep: the Pod's own graft-proxy, not recorded as kept, is admitted")
 	}
+}
+
+// TestRevisionsExampleGuarantee: issue 34's canary path. Following
+// deploy/examples/revisions/README.md on a deploy/base install applies the
+// example's configuration, webhooks and guarantee (it replaces the base's
+// policies of the same names): graft's Pods in namespaces on the canary
+// tag, on stable, without a label and on either revision pass it, the new
+// revision's sidecar included; a namespace labelled with one revision
+// refuses the other's; and the policy names every served revision.
+func TestRevisionsExampleGuarantee(t *testing.T) {
+	f, err := config.Load("examples/revisions/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := f.RevisionsConfig("base/templates")
+	if err != nil {
+		t.Fatal(err)
+	}
+	revs, err := inject.NewRevisions(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped := map[string]admissionv1.ValidatingAdmissionPolicy{}
+	var policies []*vapeval.Policy
+	data, err := os.ReadFile("examples/revisions/validatingadmissionpolicy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	built := parseObjects(t, data)
+	for _, o := range built.find("ValidatingAdmissionPolicy") {
+		vap := one[admissionv1.ValidatingAdmissionPolicy](t, built, "ValidatingAdmissionPolicy", o.name)
+		shipped[vap.Name] = vap
+		p, err := vapeval.Compile(&vap)
+		if err != nil {
+			t.Fatalf("%s: %v", vap.Name, err)
+		}
+		for _, b := range built.find("ValidatingAdmissionPolicyBinding") {
+			bind := one[admissionv1.ValidatingAdmissionPolicyBinding](t, built, "ValidatingAdmissionPolicyBinding", b.name)
+			if bind.Spec.PolicyName == vap.Name {
+				if err := p.Bind(&bind); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		policies = append(policies, p)
+	}
+	if got := shipped[registration.PolicyName("graft", "enabled")].Annotations["guarantee.graft.dev/revisions"]; got != "2026-11,2026-12" {
+		t.Errorf("the default revision's policy accepts %q, want every served revision", got)
+	}
+	check := func(pod *corev1.Pod, rev string) string {
+		t.Helper()
+		ns := map[string]string{injectLabel: "enabled"}
+		if rev != "" {
+			ns[revLabel] = rev
+		}
+		denied, selected := "", 0
+		for _, p := range policies {
+			v, err := p.Admit(vapeval.Request{Object: pod, Namespace: vapeval.NamespaceOf("shop", ns)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Selected {
+				selected++
+			}
+			if denied == "" {
+				denied = v.Denied
+			}
+		}
+		if selected != 1 {
+			t.Fatalf("%d policies select a namespace labelled %q", selected, rev)
+		}
+		return denied
+	}
+	for _, rev := range []string{"", "stable", "canary", "2026-11", "2026-12"} {
+		for _, target := range []string{"2026-11", "2026-12"} {
+			p := admitRev(t, revs, "enabled", target)
+			denied := check(p, rev)
+			want := rev == "" || rev == "stable" || rev == "canary" || rev == target
+			if (denied == "") != want {
+				t.Errorf("namespace labelled %q, Pod injected at %s: denied %q, want admitted %v", rev, target, denied, want)
+			}
+		}
+	}
+}
+
+// admitRev injects an app Pod with revs for profile at revision rev and
+// stores it as the API server would.
+func admitRev(t *testing.T, revs *inject.Revisions, profile, rev string) *corev1.Pod {
+	t.Helper()
+	review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1",` +
+		`"kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},` +
+		`"namespace":"shop","operation":"CREATE","object":` + appPod + `}}`
+	resp, res, err := revs.Admit(nil, []byte(review), inject.Options{Profile: profile, Revision: rev})
+	if err != nil || res.Decision != inject.DecisionInject {
+		t.Fatalf("revision %s: %v %v", rev, res.Decision, err)
+	}
+	var r struct {
+		Response struct{ Patch []byte } `json:"response"`
+	}
+	if err := json.Unmarshal(resp, &r); err != nil {
+		t.Fatal(err)
+	}
+	patch, err := jsonpatch.DecodePatch(r.Response.Patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched, err := patch.Apply([]byte(appPod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p corev1.Pod
+	if err := json.Unmarshal(patched, &p); err != nil {
+		t.Fatal(err)
+	}
+	return guaranteecorpus.Store(&p, true)
 }

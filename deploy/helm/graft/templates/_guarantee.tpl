@@ -240,6 +240,9 @@ every condition of container cc as the profile's values render it. */ -}}
 {{- define "graft.guarantee.containerCheck" -}}
 {{- $img := include "graft.guarantee.image" (dict "profile" .profile "t" .t "check" .tm.check "name" .cc.name) -}}
 {{- $parts := list -}}
+{{- if ge (int .cc.size) 0 -}}
+{{- $parts = append $parts (printf "size(c) == %d + (has(c.volumeMounts) ? 1 : 0)" (int .cc.size)) -}}
+{{- end -}}
 {{- range $f := .cc.fields -}}
 {{- $parts = append $parts (include "graft.guarantee.fill" (dict "s" $f.expr "tm" $.tm "image" $img)) -}}
 {{- end -}}
@@ -262,29 +265,30 @@ values and no parameter annotation: comparisons with constants only. */ -}}
 {{- $rev := .rev -}}
 {{- $prof := .profile -}}
 {{- $parts := list -}}
+{{- $entries := list -}}
 {{- range $t := $prof.templates -}}
-{{- $entry := printf "{\"name\":%s,\"revision\":%s," (toJson $t) (toJson $rev) -}}
-{{- $parts = append $parts (printf "object.metadata.?annotations[?\"graft.dev/status\"].orValue(\"\").contains(%s)" (toJson $entry)) -}}
+{{- $entries = append $entries (printf "object.metadata.annotations[k].contains(%s)" (toJson (printf "{\"name\":%s,\"revision\":%s," (toJson $t) (toJson $rev)))) -}}
 {{- end -}}
-{{- $parts = append $parts "!(\"graft.dev/templates\" in object.metadata.?annotations.orValue({}))" -}}
-{{- $akeys := list -}}
+{{- $akv := dict -}}
+{{- $anyValue := list -}}
 {{- $lkeys := list "graft.dev/injected" "graft.dev/inject" -}}
-{{- $kchecks := list -}}
+{{- $lchecks := list -}}
 {{- $inits := list -}}
 {{- $conts := list -}}
 {{- $cchecks := list -}}
 {{- range $t := $prof.templates -}}
 {{- $tm := include "graft.guarantee.template" (dict "root" $root "rev" $rev "profile" $prof "t" $t) | fromJson -}}
 {{- range $a := $tm.variant.annotations | default list -}}
-{{- $akeys = append $akeys $a.key -}}
 {{- if $a.expr -}}
-{{- $kchecks = append $kchecks (printf "%s in object.metadata.?annotations.orValue({}) && object.metadata.annotations[%s] == %s" (toJson $a.key) (toJson $a.key) (include "graft.guarantee.fill" (dict "s" $a.expr "tm" $tm))) -}}
+{{- $_ := set $akv $a.key (include "graft.guarantee.fill" (dict "s" $a.expr "tm" $tm)) -}}
+{{- else -}}
+{{- $anyValue = append $anyValue $a.key -}}
 {{- end -}}
 {{- end -}}
 {{- range $l := $tm.variant.labels | default list -}}
 {{- $lkeys = append $lkeys $l.key -}}
 {{- if $l.expr -}}
-{{- $kchecks = append $kchecks (printf "%s in object.metadata.?labels.orValue({}) && object.metadata.labels[%s] == %s" (toJson $l.key) (toJson $l.key) (include "graft.guarantee.fill" (dict "s" $l.expr "tm" $tm))) -}}
+{{- $lchecks = append $lchecks (printf "%s == object.metadata.?labels[?%s].orValue(\"\\u0000\")" (include "graft.guarantee.fill" (dict "s" $l.expr "tm" $tm)) (toJson $l.key)) -}}
 {{- end -}}
 {{- end -}}
 {{- range $cc := $tm.variant.containers | default list -}}
@@ -299,11 +303,35 @@ values and no parameter annotation: comparisons with constants only. */ -}}
 {{- end -}}
 {{- end -}}
 {{- $S := keys .S | sortAlpha | toJson -}}
-{{- $parts = append $parts (printf "object.metadata.?annotations.orValue({}).all(k, !k.contains(\"graft.dev/\") || k == \"graft.dev/status\" || k in %s)" (toJson $akeys)) -}}
+{{- /* graft's record names each template at the revision; the Pod's other
+keys in graft's domains are exactly those the templates render, with
+their values: one pass over the annotations builds them, one comparison
+with a constant map checks them. (A refused template's key whose value
+varies between renders is compared by name only.) */ -}}
+{{- if eq (len $entries) 1 -}}
+{{- $parts = append $parts (first $entries | replace "object.metadata.annotations[k]" "object.metadata.?annotations[?\"graft.dev/status\"].orValue(\"\")") -}}
+{{- else -}}
+{{- $parts = append $parts (printf "[object.metadata.?annotations[?\"graft.dev/status\"].orValue(\"\")].all(r, %s)" (join " && " $entries | replace "object.metadata.annotations[k]" "r")) -}}
+{{- end -}}
+{{- $kvs := list -}}
+{{- range $k := keys $akv | sortAlpha -}}
+{{- $kvs = append $kvs (printf "%s: %s" (toJson $k) (get $akv $k)) -}}
+{{- end -}}
+{{- range $k := $anyValue | sortAlpha -}}
+{{- $kvs = append $kvs (printf "%s: \"\"" (toJson $k)) -}}
+{{- end -}}
+{{- $value := "v" -}}
+{{- if $anyValue -}}
+{{- $value = printf "k in %s ? \"\" : v" (toJson $anyValue) -}}
+{{- end -}}
+{{- $parts = append $parts (printf "{%s} == object.metadata.?annotations.orValue({}).transformMap(k, v, k.contains(\"graft.dev/\") && k != \"graft.dev/status\", %s)" (join ", " $kvs) $value) -}}
 {{- $parts = append $parts (printf "object.metadata.?labels.orValue({}).all(k, !k.contains(\"graft.dev/\") || k in %s)" (toJson $lkeys)) -}}
-{{- $parts = concat $parts $kchecks -}}
+{{- $parts = concat $parts $lchecks -}}
 {{- $parts = append $parts (printf "object.spec.?initContainers.orValue([]).all(c, !(c.name in %s) || c.name in %s)" $S (toJson $inits)) -}}
 {{- $parts = append $parts (printf "object.spec.containers.all(c, !(c.name in %s) || c.name in %s)" $S (toJson $conts)) -}}
+{{- /* The token volumes the ServiceAccount plugin mounts into graft's
+containers are its own (a Pod's own volume of that name is not). */ -}}
+{{- $parts = append $parts (printf "object.spec.?volumes.orValue([]).all(v, !v.name.startsWith(\"kube-api-access-\") || %s)" (include "graft.guarantee.saVolume" "v")) -}}
 {{- $parts = concat $parts $cchecks -}}
 {{- printf "(%s)" (join " &&\n" $parts) -}}
 {{- end -}}
@@ -390,7 +418,7 @@ its bindings. */ -}}
       "matchPolicy" "Equivalent")
     "matchConditions" (list (dict "name" "not-graft-s" "expression" $cond))
     "variables" $vars
-    "validations" (list (dict "expression" "variables.problem == \"\"" "messageExpression" "variables.problem" "reason" "Forbidden"))) -}}
+    "validations" (list (dict "expression" "variables.problem == \"\"" "messageExpression" "string(variables.problem)" "reason" "Forbidden"))) -}}
 {{ toJson $policy }}
 {{- range $b := $g.bindings }}
 {{- $expr := dict "key" "graft.dev/rev" "operator" $b.op -}}
@@ -496,88 +524,78 @@ true
 skipHostNetwork): JSON list of the policy's variables, which compute
 "problem": "" for a Pod the guarantee admits, else why it does not,
 naming the container and the field. They run only for the Pods the
-matchCondition does not pass. */ -}}
+matchCondition does not pass. The API server enters every declared
+variable in a lazy map for each evaluation, the matchCondition's too, so
+they are few: per revision the Pod's templates and each template's
+parameter values; the rest is written out where it is used. */ -}}
 {{- define "graft.guarantee.variables" -}}
 {{- $root := .root -}}
 {{- $profile := .profile -}}
 {{- $g := .group -}}
 {{- $S := .S -}}
 {{- $Slist := keys $S | sortAlpha -}}
+{{- $ann := "object.metadata.?annotations.orValue({})" -}}
+{{- $lab := "object.metadata.?labels.orValue({})" -}}
+{{- $rec := printf "%s[?\"graft.dev/status\"].orValue(\"\")" $ann -}}
+{{- $inits := "object.spec.?initContainers.orValue([])" -}}
+{{- $conts := "object.spec.containers" -}}
 {{- $hint := " Remove it from the Pod's manifest (graft adds its own), and if a mutating webhook after graft changed it, exclude graft's containers from that webhook." -}}
 {{- $fresh := " Remove graft.dev/status and the label graft.dev/injected from the Pod's manifest (they were copied from another Pod or written by hand) and create it again: graft injects its own." -}}
-{{- $vars := list
-  (dict "name" "ann" "expression" "object.metadata.?annotations.orValue({})")
-  (dict "name" "lab" "expression" "object.metadata.?labels.orValue({})")
-  (dict "name" "rec" "expression" "variables.ann[?\"graft.dev/status\"].orValue(\"\")")
-  (dict "name" "inits" "expression" "object.spec.?initContainers.orValue([])")
-  (dict "name" "conts" "expression" "object.spec.containers")
-  (dict "name" "savols" "expression" (printf "object.spec.?volumes.orValue([]).filter(v, v.name.startsWith(\"kube-api-access-\") && size(v) == 2 && has(v.projected) && v.projected == %s).map(v, v.name)" (include "graft.guarantee.saProjected" .)))
-  (dict "name" "eph" "expression" (printf "request.?subResource.orValue(\"\") == \"ephemeralcontainers\" ? object.spec.?ephemeralContainers.orValue([]).filter(c, c.name in %s).map(c, c.name) : []" (toJson $Slist)))
-  (dict "name" "unchanged" "expression" (printf "request.operation == \"UPDATE\" &&\n%s" (include "graft.guarantee.unchanged" (dict "S" (toJson $Slist) "ann" "variables.ann" "inits" "variables.inits" "conts" "variables.conts"))))
-  (dict "name" "exempt" "expression" (printf "%s ||\n(\"graft.dev/templates\" in variables.ann && variables.ann[\"graft.dev/templates\"].replace(\",\", \"\").trim() == \"\")" (include "graft.guarantee.exempt" (dict "skipHostNetwork" .skipHostNetwork "ann" "variables.ann")))) -}}
+{{- $vars := list -}}
 {{- $revs := $g.revisions -}}
 {{- $revExpr := toJson (first $revs) -}}
 {{- range $i, $r := $revs -}}
 {{- if $i -}}
-{{- $revExpr = printf "variables.rec.contains(%s) ? %s : %s" (toJson (printf "\"revision\":%s" (toJson $r))) (toJson $r) $revExpr -}}
+{{- $revExpr = printf "%s.contains(%s) ? %s : %s" $rec (toJson (printf "\"revision\":%s" (toJson $r))) (toJson $r) $revExpr -}}
 {{- end -}}
 {{- end -}}
-{{- $vars = append $vars (dict "name" "rev" "expression" $revExpr) -}}
-{{- $anyKeep := false -}}
-{{- range $r := $revs -}}
-{{- $prof := include "graft.guarantee.profile" (dict "root" $root "rev" $r "profile" $profile) | fromJson -}}
-{{- $anyKeep = or $anyKeep $prof.keep -}}
-{{- end -}}
-{{- $vars = append $vars (dict "name" "kept" "expression" (ternary "variables.rec.contains(\"\\\"kept\\\":[\") ? variables.rec.split(\"\\\"kept\\\":[\")[1].split(\"]\")[0] : \"\"" "\"\"" $anyKeep)) -}}
+{{- $kept := printf "(%s.contains(\"\\\"kept\\\":[\") ? %s.split(\"\\\"kept\\\":[\")[1].split(\"]\")[0] : \"\")" $rec $rec -}}
 {{- $problem := "\"\"" -}}
 {{- range $ri, $r := $revs -}}
 {{- $prof := include "graft.guarantee.profile" (dict "root" $root "rev" $r "profile" $profile) | fromJson -}}
 {{- $sfx := printf "_%d" $ri -}}
 {{- $plan := printf "variables.plan%s" $sfx -}}
-{{- $vars = append $vars (dict "name" (printf "sel%s" $sfx) "expression" "\"graft.dev/templates\" in variables.ann ? variables.ann[\"graft.dev/templates\"].split(\",\").map(s, s.trim()).filter(s, s != \"\") : []") -}}
-{{- $vars = append $vars (dict "name" (printf "selbad%s" $sfx) "expression" (printf "variables.sel%s.filter(s, !(s in %s))" $sfx (toJson $prof.allowed))) -}}
-{{- $vars = append $vars (dict "name" (printf "plan%s" $sfx) "expression" (printf "\"graft.dev/templates\" in variables.ann && size(variables.selbad%s) == 0 ? variables.sel%s : %s" $sfx $sfx (toJson $prof.templates))) -}}
-{{- /* Per template the profile may inject: its parameters' texts, list items, and (deny) the first bad annotation. */ -}}
+{{- $sel := printf "%s[\"graft.dev/templates\"].split(\",\").map(s, s.trim()).filter(s, s != \"\")" $ann -}}
+{{- $selbad := printf "%s.filter(s, !(s in %s))" $sel (toJson $prof.allowed) -}}
+{{- $vars = append $vars (dict "name" (printf "plan%s" $sfx) "expression" (printf "\"graft.dev/templates\" in %s && size(%s) == 0 ? %s : %s" $ann $selbad $sel (toJson $prof.templates))) -}}
+{{- $checks := list (printf "%s == \"\" ? \"graft did not inject this Pod, and namespace \" + request.namespace + %s : \"\"" $rec (toJson (printf " requires it (label graft.dev/inject=%s). Check that graft is running (kubectl -n %s get pods) and create the Pod again, or opt the Pod out with the label graft.dev/inject: \"false\"." $profile $root.namespace))) -}}
+{{- if not $prof.lenient -}}
+{{- $checks = append $checks (printf "\"graft.dev/templates\" in %s && size(%s) > 0 ? \"annotation graft.dev/templates=\" + strings.quote(%s[\"graft.dev/templates\"]) + \": template \" + strings.quote(%s[0]) + %s : \"\"" $ann $selbad $ann $selbad (toJson (printf " is not allowed here (allowed: %s)" (join ", " $prof.allowed)))) -}}
+{{- end -}}
+{{- /* Each template the profile may inject: its parameters' values, and the keys it renders. */ -}}
 {{- $tms := dict -}}
-{{- $keyChecks := list -}}
 {{- $annKeys := list -}}
 {{- $labKeys := list -}}
-{{- $paramProblems := list -}}
+{{- $keyChecks := list -}}
+{{- $keptMap := dict -}}
 {{- range $j, $t := $prof.allowed -}}
 {{- $tm := include "graft.guarantee.template" (dict "root" $root "rev" $r "profile" $prof "t" $t) | fromJson -}}
 {{- $P := printf "variables.p%s_%d" $sfx $j -}}
-{{- $L := printf "variables.l%s_%d" $sfx $j -}}
-{{- $_ := set $tms $t (dict "tm" $tm "P" $P "L" $L) -}}
-{{- $R := printf "variables.r%s_%d" $sfx $j -}}
-{{- $rules := list -}}
+{{- $L := printf "__L%s__" $P -}}
+{{- $_ := set $tms $t (dict "tm" $tm "P" $P) -}}
+{{- $_ := set $keptMap $t (keys $tm.check.containers | sortAlpha) -}}
 {{- $entries := list -}}
-{{- $lists := list -}}
+{{- $chain := list -}}
 {{- range $pm := $tm.check.params -}}
 {{- $key := printf "graft.dev/%s.%s" $t $pm.name -}}
-{{- $v := printf "variables.ann[%s]" (toJson $key) -}}
-{{- $rules = append $rules (printf "%s: (%s in variables.ann ? %s : \"\")" (toJson $key) (toJson $key) (include "graft.guarantee.rule" (dict "pm" $pm "profile" $prof "profileName" $profile "t" $t "raw" (index $tm.raw $pm.name) "v" $v))) -}}
-{{- $entries = append $entries (printf "%s: (%s in variables.ann && %s[%s] == \"\" ? %s : %s)" (toJson $pm.name) (toJson $key) $R (toJson $key) (replace "@@VALUE@@" $v $pm.text) (toJson (index $tm.texts $pm.name))) -}}
-{{- if eq $pm.type "list" -}}
-{{- $lists = append $lists (printf "%s: (%s[%s] == \"\" ? [] : %s[%s].split(\",\").map(it, it.trim()))" (toJson $pm.name) $P (toJson $pm.name) $P (toJson $pm.name)) -}}
+{{- $v := printf "%s[%s]" $ann (toJson $key) -}}
+{{- $rule := include "graft.guarantee.rule" (dict "pm" $pm "profile" $prof "profileName" $profile "t" $t "raw" (index $tm.raw $pm.name) "v" $v) -}}
+{{- $entries = append $entries (printf "%s: (%s in %s && %s == \"\" ? %s : %s)" (toJson $pm.name) (toJson $key) $ann $rule (replace "@@VALUE@@" $v $pm.text) (toJson (index $tm.texts $pm.name))) -}}
+{{- $kr := include "graft.guarantee.rule" (dict "pm" $pm "profile" $prof "profileName" $profile "t" $t "raw" (index $tm.raw $pm.name) "v" (printf "%s[k]" $ann)) -}}
+{{- $chain = append $chain (printf "k == %s ? [%s].map(r, r == \"\" ? \"\" : \"annotation \" + k + \"=\" + strings.quote(%s[k]) + \": \" + r)[0]" (toJson $key) $kr $ann) -}}
 {{- end -}}
-{{- end -}}
-{{- $vars = append $vars (dict "name" (printf "r%s_%d" $sfx $j) "expression" (printf "{%s}" (join ",\n " $rules))) -}}
 {{- $vars = append $vars (dict "name" (printf "p%s_%d" $sfx $j) "expression" (printf "{%s}" (join ",\n " $entries))) -}}
-{{- if $lists -}}
-{{- $vars = append $vars (dict "name" (printf "l%s_%d" $sfx $j) "expression" (printf "{%s}" (join ", " $lists))) -}}
+{{- $active := printf "%s in %s" (toJson $t) $plan -}}
+{{- if $prof.keep -}}
+{{- $active = printf "%s && !%s.exists(n, %s.contains(\"\\\"\" + n + \"\\\"\"))" $active (toJson (keys $tm.check.containers | sortAlpha)) $kept -}}
 {{- end -}}
 {{- if not $prof.lenient -}}
 {{- $pfx := printf "graft.dev/%s." $t -}}
-{{- $vars = append $vars (dict "name" (printf "pp%s_%d" $sfx $j) "expression" (printf "variables.ann.filter(k, k.startsWith(%s)).sort().map(k, k in %s ?\n (%s[k] != \"\" ? \"annotation \" + k + \"=\" + strings.quote(variables.ann[k]) + \": \" + %s[k] : \"\") :\n \"annotation \" + k + %s + strings.quote(k.substring(%d))).filter(m, m != \"\")" (toJson $pfx) $R $R $R (toJson (printf ": template %s has no parameter " $t)) (len $pfx))) -}}
-{{- $paramProblems = append $paramProblems (printf "%s in %s && size(variables.pp%s_%d) > 0 ? variables.pp%s_%d[0]" (toJson $t) $plan $sfx $j $sfx $j) -}}
-{{- end -}}
-{{- /* The keys the template renders for this Pod's values, and their values. */ -}}
-{{- $active := printf "%s in %s" (toJson $t) $plan -}}
-{{- if $prof.keep -}}
-{{- $active = printf "%s && !%s.exists(n, variables.kept.contains(\"\\\"\" + n + \"\\\"\"))" $active (toJson (keys $tm.check.containers | sortAlpha)) -}}
+{{- $chain = append $chain (printf "\"annotation \" + k + %s + strings.quote(k.substring(%d))" (toJson (printf ": template %s has no parameter " $t)) (len $pfx)) -}}
+{{- $checks = append $checks (printf "%s ? %s.filter(k, k.startsWith(%s)).sort().map(k,\n %s).filter(m, m != \"\").map(m, m) + [\"\"] : [\"\"]" $active $ann (toJson $pfx) (join " :\n " $chain) | printf "(%s)[0]") -}}
 {{- end -}}
 {{- range $kind, $rks := dict "annotation" ($tm.check.runtime.annotations | default list) "label" ($tm.check.runtime.labels | default list) -}}
-{{- $m := ternary "variables.ann" "variables.lab" (eq $kind "annotation") -}}
+{{- $m := ternary $ann $lab (eq $kind "annotation") -}}
 {{- range $a := $rks -}}
 {{- $when := replace "@@P@@" $P $a.when -}}
 {{- $term := printf "(%s && %s ? [%s] : [])" $active $when (toJson $a.key) -}}
@@ -587,8 +605,8 @@ matchCondition does not pass. */ -}}
 {{- $labKeys = append $labKeys $term -}}
 {{- end -}}
 {{- if $a.value -}}
-{{- $val := include "graft.guarantee.runtime" (dict "s" $a.value "P" $P "L" $L) -}}
-{{- $keyChecks = append $keyChecks (printf "%s && %s && !(%s in %s && %s[%s] == %s) ? (%s in %s ? %s + strings.quote(%s[%s]) + %s + strings.quote(%s) + %s : %s)"
+{{- $val := include "graft.guarantee.runtime" (dict "s" $a.value "P" $P "L" $L) | include "graft.guarantee.lists" -}}
+{{- $keyChecks = append $keyChecks (printf "%s && %s && !(%s in %s && %s[%s] == %s) ? (%s in %s ? %s + strings.quote(%s[%s]) + %s + strings.quote(%s) + %s : %s) : \"\""
     $active $when (toJson $a.key) $m $m (toJson $a.key) $val
     (toJson $a.key) $m (toJson (printf "%s %s=" $kind $a.key)) $m (toJson $a.key) (toJson (printf " is not what template %s renders for this Pod (" $t)) $val (toJson "): graft writes it; remove it from the Pod's manifest.")
     (toJson (printf "%s %s, which template %s renders for this Pod, is missing: a mutating admission step after graft removed it." $kind $a.key $t))) -}}
@@ -596,17 +614,13 @@ matchCondition does not pass. */ -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
-{{- /* Keys in graft's domains the Pod may not set. */ -}}
-{{- $domain := include "graft.guarantee.domain" . -}}
-{{- $vars = append $vars (dict "name" (printf "badAnn%s" $sfx) "expression" (printf "variables.ann.filter(k, %s && !(k == \"graft.dev/status\" || k == \"graft.dev/templates\" || k.startsWith(\"graft.dev/\") && k.substring(10).contains(\".\") || k in %s)).sort()" $domain (join " + " ($annKeys | default (list "[]"))))) -}}
-{{- $labAllowed := ternary "[\"graft.dev/injected\", \"graft.dev/inject\", \"graft.dev/rev\"]" "[\"graft.dev/injected\", \"graft.dev/inject\"]" $prof.podRevision -}}
-{{- $vars = append $vars (dict "name" (printf "badLab%s" $sfx) "expression" (printf "variables.lab.filter(k, %s && !(k in %s || k in %s)).sort()" $domain $labAllowed (join " + " ($labKeys | default (list "[]"))))) -}}
-{{- $keys := list (printf "size(variables.badAnn%s) > 0 ? \"annotation \" + variables.badAnn%s[0] + %s" $sfx $sfx (toJson " is in graft's domain: a Pod may set only graft.dev/templates and graft.dev/<template>.<parameter> there, and graft writes the others. Remove it from the Pod's manifest.")) -}}
-{{- $keys = append $keys (printf "size(variables.badLab%s) > 0 ? \"label \" + variables.badLab%s[0] + %s" $sfx $sfx (toJson (printf " is in graft's domain: a Pod may set only graft.dev/inject%s there, and graft writes the others. Remove it from the Pod's manifest." (ternary " and graft.dev/rev" "" $prof.podRevision)))) -}}
-{{- $keys = concat $keys $keyChecks -}}
-{{- $vars = append $vars (dict "name" (printf "keys%s" $sfx) "expression" (printf "%s :\n\"\"" (join " :\n" $keys))) -}}
+{{- /* The record names each template the Pod gets (not kept) at the revision. */ -}}
+{{- $unrecorded := printf "%s.filter(t, !%s.contains(\"{\\\"name\\\":\\\"\" + t + %s))" $plan $rec (toJson (printf "\",\"revision\":%s," (toJson $r))) -}}
+{{- if $prof.keep -}}
+{{- $unrecorded = printf "%s.filter(t, !%s.contains(\"{\\\"name\\\":\\\"\" + t + %s) && !%s[t].exists(n, %s.contains(\"\\\"\" + n + \"\\\"\")))" $plan $rec (toJson (printf "\",\"revision\":%s," (toJson $r))) (toJson $keptMap) $kept -}}
+{{- end -}}
+{{- $checks = append $checks (printf "%s != \"\" ? %s.map(t, \"graft.dev/status records no template \" + t + %s) + [\"\"] : [\"\"]" $rec $unrecorded (toJson (printf " injected at revision %s, which serves this namespace, though profile %s injects it into this Pod: the record is not graft's.%s" $r $profile $fresh)) | printf "(%s)[0]") -}}
 {{- /* Per container name: graft's, or why not. */ -}}
-{{- $cprobs := list -}}
 {{- range $k, $n := $Slist -}}
 {{- $owners := list -}}
 {{- range $o := get $S $n -}}
@@ -614,11 +628,10 @@ matchCondition does not pass. */ -}}
 {{- $owners = append $owners $o -}}
 {{- end -}}
 {{- end -}}
-{{- $present := printf "(variables.inits.exists(c, c.name == %s) || variables.conts.exists(c, c.name == %s))" (toJson $n) (toJson $n) -}}
-{{- $kind := printf "(variables.inits.exists(c, c.name == %s) ? \"init container \" : \"container \")" (toJson $n) -}}
-{{- $expr := "" -}}
+{{- $present := printf "(%s.exists(c, c.name == %s) || %s.exists(c, c.name == %s))" $inits (toJson $n) $conts (toJson $n) -}}
+{{- $kind := printf "(%s.exists(c, c.name == %s) ? \"init container \" : \"container \")" $inits (toJson $n) -}}
 {{- if not $owners -}}
-{{- $expr = printf "%s ? %s + %s : \"\"" $present $kind (toJson (printf "%s is named like a sidecar of template %s, which profile %s never injects: graft did not add it. Rename the container." $n (join ", " (get $S $n)) $profile)) -}}
+{{- $checks = append $checks (printf "%s ? %s + %s : \"\"" $present $kind (toJson (printf "%s is named like a sidecar of template %s, which profile %s never injects: graft did not add it. Rename the container." $n (join ", " (get $S $n)) $profile))) -}}
 {{- else -}}
 {{- if gt (len $owners) 1 -}}
 {{- fail (printf "guarantee: profile %s: container %s is injected by templates %s" $profile $n (join " and " $owners)) -}}
@@ -631,70 +644,83 @@ matchCondition does not pass. */ -}}
 {{- $rc = $c -}}
 {{- end -}}
 {{- end -}}
-{{- $E := printf "variables.e%s_%d" $sfx $k -}}
-{{- $vars = append $vars (dict "name" (printf "e%s_%d" $sfx $k) "expression" (include "graft.guarantee.runtime" (dict "s" $rc.expected "P" $x.P "L" $x.L))) -}}
+{{- $L := printf "__L%s__" $x.P -}}
+{{- $E := include "graft.guarantee.runtime" (dict "s" $rc.expected "P" $x.P "L" $L) | include "graft.guarantee.lists" -}}
 {{- $when := replace "@@P@@" $x.P $rc.when -}}
 {{- $notKept := "true" -}}
 {{- if $prof.keep -}}
-{{- $notKept = printf "!%s.exists(n, variables.kept.contains(\"\\\"\" + n + \"\\\"\"))" (toJson (keys $x.tm.check.containers | sortAlpha)) -}}
+{{- $notKept = printf "!%s.exists(n, %s.contains(\"\\\"\" + n + \"\\\"\"))" (toJson (keys $x.tm.check.containers | sortAlpha)) $kept -}}
 {{- end -}}
 {{- $whats := list -}}
 {{- if $rc.image -}}
 {{- $whats = append $whats (printf "[%s ? \"\" : \"field image\"]" (include "graft.guarantee.image" (dict "profile" $prof "t" $t "check" $x.tm.check "name" $n))) -}}
 {{- end -}}
-{{- $whats = append $whats (printf "%s.filter(f, f == \"volumeMounts\" ? !(%s) : (f in c) != (f in %s) || f in c && c[f] != %s[f]).map(f, \"field \" + f)" (toJson $rc.fields) (include "graft.guarantee.mounts" $E) $E $E) -}}
+{{- $whats = append $whats (printf "%s.filter(f, f == \"volumeMounts\" ? !(%s) :\n  f == \"ports\" && object.spec.?hostNetwork.orValue(false) ? !(%s) :\n  (f in c) != (f in e) || f in c && e[f] != c[f]).map(f, \"field \" + f)" (toJson $rc.fields) (include "graft.guarantee.mounts" "e") (include "graft.guarantee.hostPorts" "e")) -}}
 {{- range $vol := $rc.volumes | default list -}}
-{{- $whats = append $whats (printf "[!(%s) || object.spec.?volumes.orValue([]).exists(v, v.name == %s && %s) ? \"\" : %s]" (replace "@@P@@" $x.P $vol.when) (toJson $vol.name) (include "graft.guarantee.runtime" (dict "s" $vol.check "P" $x.P "L" $x.L)) (toJson (printf "the volume %s it mounts" $vol.name))) -}}
+{{- $whats = append $whats (printf "[!(%s) || object.spec.?volumes.orValue([]).exists(v, v.name == %s && %s) ? \"\" : %s]" (replace "@@P@@" $x.P $vol.when) (toJson $vol.name) (include "graft.guarantee.runtime" (dict "s" $vol.check "P" $x.P "L" $L) | include "graft.guarantee.lists") (toJson (printf "the volume %s it mounts" $vol.name))) -}}
 {{- end -}}
-{{- $list := ternary "variables.inits" "variables.conts" (ternary true false (eq (toString $rc.init) "true")) -}}
-{{- $other := ternary "variables.conts" "variables.inits" (ternary true false (eq (toString $rc.init) "true")) -}}
+{{- $list := ternary $inits $conts (eq (toString $rc.init) "true") -}}
+{{- $other := ternary $conts $inits (eq (toString $rc.init) "true") -}}
 {{- $wrongList := ternary (printf "container %s is not graft's: template %s adds it as an init container.%s" $n $t $hint) (printf "init container %s is not graft's: template %s adds it as a container.%s" $n $t $hint) (eq (toString $rc.init) "true") -}}
-{{- $diff := printf "%s.filter(c, c.name == %s).map(c, (%s).filter(w, w != \"\")).map(w, size(w) == 0 ? \"\" : %s + %s + \" is not graft's: \" + w[0] + %s)[0]"
-    $list (toJson $n) (join " + " $whats) $kind (toJson $n) (toJson (printf " is not what template %s renders for this Pod (revision %s, profile %s).%s" $t $r $profile $hint)) -}}
-{{- $expr = printf "%s ?\n (%s ? \"\" :\n  !(%s in %s) ? %s + %s + %s.join(\", \") + %s :\n  !(%s) ? %s + %s :\n  %s.exists(c, c.name == %s) ? %s :\n  %s) :\n %s in %s && %s && %s ? %s : \"\""
+{{- $diff := printf "[%s].map(e, %s.filter(c, c.name == %s).map(c, (%s).filter(w, w != \"\")))[0].map(w, size(w) == 0 ? \"\" : %s + %s + \" is not graft's: \" + w[0] + %s)[0]"
+    $E $list (toJson $n) (join " + " $whats) $kind (toJson $n) (toJson (printf " is not what template %s renders for this Pod (revision %s, profile %s).%s" $t $r $profile $hint)) -}}
+{{- $checks = append $checks (printf "%s ?\n (%s ? \"\" :\n  !(%s in %s) ? %s + %s + %s.join(\", \") + %s :\n  !(%s) ? %s + %s :\n  %s.exists(c, c.name == %s) ? %s :\n  %s) :\n %s in %s && %s && %s ? %s : \"\""
     $present
     (ternary (printf "!(%s)" $notKept) "false" $prof.keep)
     (toJson $t) $plan $kind (toJson (printf "%s is named like a sidecar of template %s, which graft does not inject into this Pod (profile %s; its templates: " $n $t $profile)) $plan (toJson "): graft did not add it. Rename the container.")
     $when $kind (toJson (printf "%s is not graft's: template %s renders no such container for this Pod's parameters.%s" $n $t $hint))
     $other (toJson $n) (toJson $wrongList)
     $diff
-    (toJson $t) $plan $notKept $when (toJson (printf "graft adds %s %s (template %s) to this Pod, but the Pod leaving admission lacks it: a mutating admission step after graft removed it. Check the other mutating webhooks and MutatingAdmissionPolicies that change Pods in this namespace; the Pod is refused because it would run without graft's sidecars." (ternary "init container" "container" (eq (toString $rc.init) "true")) $n $t)) -}}
+    (toJson $t) $plan $notKept $when (toJson (printf "graft adds %s %s (template %s) to this Pod, but the Pod leaving admission lacks it: a mutating admission step after graft removed it. Check the other mutating webhooks and MutatingAdmissionPolicies that change Pods in this namespace; the Pod is refused because it would run without graft's sidecars." (ternary "init container" "container" (eq (toString $rc.init) "true")) $n $t))) -}}
 {{- end -}}
-{{- $vars = append $vars (dict "name" (printf "c%s_%d" $sfx $k) "expression" $expr) -}}
-{{- $cprobs = append $cprobs (printf "variables.c%s_%d != \"\" ? variables.c%s_%d" $sfx $k $sfx $k) -}}
 {{- end -}}
-{{- /* The revision's verdict, first problem first. */ -}}
-{{- $chain := list (printf "variables.rec == \"\" ? \"graft did not inject this Pod, and namespace \" + request.namespace + %s" (toJson (printf " requires it (label graft.dev/inject=%s). Check that graft is running (kubectl -n %s get pods) and create the Pod again, or opt the Pod out with the label graft.dev/inject: \"false\"." $profile $root.namespace))) -}}
-{{- if not $prof.lenient -}}
-{{- $chain = append $chain (printf "size(variables.selbad%s) > 0 ? \"annotation graft.dev/templates=\" + strings.quote(variables.ann[\"graft.dev/templates\"]) + \": template \" + strings.quote(variables.selbad%s[0]) + %s" $sfx $sfx (toJson (printf " is not allowed here (allowed: %s)" (join ", " $prof.allowed)))) -}}
+{{- /* Keys in graft's domains the Pod may not set, then the values of those graft renders. */ -}}
+{{- $domain := include "graft.guarantee.domain" . -}}
+{{- $badAnn := printf "%s.filter(k, %s && !(k == \"graft.dev/status\" || k == \"graft.dev/templates\" || k.startsWith(\"graft.dev/\") && k.substring(10).contains(\".\") || k in %s)).sort()" $ann $domain (join " + " ($annKeys | default (list "[]"))) -}}
+{{- $checks = append $checks (printf "(%s.map(k, \"annotation \" + k + %s) + [\"\"])[0]" $badAnn (toJson " is in graft's domain: a Pod may set only graft.dev/templates and graft.dev/<template>.<parameter> there, and graft writes the others. Remove it from the Pod's manifest.")) -}}
+{{- $labAllowed := ternary "[\"graft.dev/injected\", \"graft.dev/inject\", \"graft.dev/rev\"]" "[\"graft.dev/injected\", \"graft.dev/inject\"]" $prof.podRevision -}}
+{{- $badLab := printf "%s.filter(k, %s && !(k in %s || k in %s)).sort()" $lab $domain $labAllowed (join " + " ($labKeys | default (list "[]"))) -}}
+{{- $checks = append $checks (printf "(%s.map(k, \"label \" + k + %s) + [\"\"])[0]" $badLab (toJson (printf " is in graft's domain: a Pod may set only graft.dev/inject%s there, and graft writes the others. Remove it from the Pod's manifest." (ternary " and graft.dev/rev" "" $prof.podRevision)))) -}}
+{{- $checks = concat $checks $keyChecks -}}
+{{- /* The checks in variables of at most 40,000 characters each: the API
+server compiles no expression over 100,000 code points. */ -}}
+{{- $chunks := list -}}
+{{- $cur := list -}}
+{{- $size := 0 -}}
+{{- range $c := $checks -}}
+{{- if and $cur (gt (add $size (len $c)) 40000) -}}
+{{- $chunks = append $chunks $cur -}}
+{{- $cur = list -}}
+{{- $size = 0 -}}
 {{- end -}}
-{{- $keptT := "false" -}}
-{{- if $prof.keep -}}
-{{- $keptT = "variables.kept.contains(\"\\\"\" + t + \"\\\"\")" -}}
+{{- $cur = append $cur $c -}}
+{{- $size = add $size (len $c) -}}
 {{- end -}}
-{{- $unrecorded := printf "%s.filter(t, !variables.rec.contains(\"{\\\"name\\\":\\\"\" + t + %s))" $plan (toJson (printf "\",\"revision\":%s," (toJson $r))) -}}
-{{- if $prof.keep -}}
-{{- $unrecorded = printf "%s.filter(t, !variables.rec.contains(\"{\\\"name\\\":\\\"\" + t + %s) && !variables.c%s_kept.exists(k, k == t))" $plan (toJson (printf "\",\"revision\":%s," (toJson $r))) $sfx -}}
-{{- $keptMap := dict -}}
-{{- range $t := $prof.allowed -}}
-{{- $x := get $tms $t -}}
-{{- $_ := set $keptMap $t (keys $x.tm.check.containers | sortAlpha) -}}
+{{- $chunks = append $chunks $cur -}}
+{{- $refs := list -}}
+{{- range $ci, $chunk := $chunks -}}
+{{- $name := printf "checks%s_%d" $sfx $ci -}}
+{{- $vars = append $vars (dict "name" $name "expression" (printf "[\n%s\n].filter(m, m != \"\")" (join ",\n" $chunk))) -}}
+{{- $refs = append $refs (printf "variables.%s" $name) -}}
 {{- end -}}
-{{- $vars = append $vars (dict "name" (printf "c%s_kept" $sfx) "expression" (printf "%s.filter(t, %s[t].exists(n, variables.kept.contains(\"\\\"\" + n + \"\\\"\")))" $plan (toJson $keptMap))) -}}
-{{- end -}}
-{{- $chain = append $chain (printf "size(%s) > 0 ? \"graft.dev/status records no template \" + %s[0] + %s" $unrecorded $unrecorded (toJson (printf " injected at revision %s, which serves this namespace, though profile %s injects it into this Pod: the record is not graft's.%s" $r $profile $fresh))) -}}
-{{- $chain = concat $chain $paramProblems -}}
-{{- $chain = concat $chain $cprobs -}}
-{{- $chain = append $chain (printf "variables.keys%s != \"\" ? variables.keys%s" $sfx $sfx) -}}
-{{- $vars = append $vars (dict "name" (printf "prob%s" $sfx) "expression" (printf "%s :\n\"\"" (join " :\n" $chain))) -}}
+{{- $verdict := printf "(%s + [\"\"])[0]" (join " + " $refs) -}}
 {{- if eq $ri 0 -}}
-{{- $problem = printf "variables.prob%s" $sfx -}}
+{{- $problem = $verdict -}}
 {{- else -}}
-{{- $problem = printf "variables.rev == %s ? variables.prob%s : %s" (toJson $r) $sfx $problem -}}
+{{- $problem = printf "(%s) == %s ? %s :\n%s" $revExpr (toJson $r) $verdict $problem -}}
 {{- end -}}
 {{- end -}}
-{{- $vars = append $vars (dict "name" "problem" "expression" (printf "request.?subResource.orValue(\"\") == \"ephemeralcontainers\" ?\n  (size(variables.eph) > 0 ? \"ephemeral container \" + variables.eph[0] + %s : \"\") :\nvariables.exempt || variables.unchanged ? \"\" :\n%s" (toJson " takes the name of a sidecar graft's templates inject: an ephemeral container may not take graft's names. Rename it.") $problem)) -}}
+{{- $eph := printf "object.spec.?ephemeralContainers.orValue([]).filter(c, c.name in %s).map(c, c.name)" (toJson $Slist) -}}
+{{- $exempt := printf "%s ||\n(\"graft.dev/templates\" in %s && %s[\"graft.dev/templates\"].replace(\",\", \"\").trim() == \"\")" (include "graft.guarantee.exempt" (dict "skipHostNetwork" .skipHostNetwork "ann" $ann)) $ann $ann -}}
+{{- $unchanged := include "graft.guarantee.unchanged" (dict "S" (toJson $Slist) "ann" $ann "inits" $inits "conts" $conts) -}}
+{{- $vars = append $vars (dict "name" "problem" "expression" (printf "request.?subResource.orValue(\"\") == \"ephemeralcontainers\" ?\n  (%s.map(n, \"ephemeral container \" + n + %s) + [\"\"])[0] :\n%s ||\nrequest.operation == \"UPDATE\" && %s ? \"\" :\n%s" $eph (toJson " takes the name of a sidecar graft's templates inject: an ephemeral container may not take graft's names. Rename it.") $exempt $unchanged $problem)) -}}
 {{- toJson $vars -}}
+{{- end -}}
+
+{{- /* graft.guarantee.lists: CEL s with each list placeholder __L<p>__["x"]
+read from the texts of P: a list parameter's items. */ -}}
+{{- define "graft.guarantee.lists" -}}
+{{- regexReplaceAll "__L(variables\\.p_[0-9]+_[0-9]+)__\\[(\"[A-Za-z0-9]+\")\\]" . "(${1}[${2}] == \"\" ? [] : ${1}[${2}].split(\",\").map(it, it.trim()))" -}}
 {{- end -}}
 
 {{- /* graft.guarantee.mounts: CEL on c, holding when its volumeMounts are
@@ -703,13 +729,30 @@ ServiceAccount plugin's token mount of its token volume (variables.savols). */ -
 {{- define "graft.guarantee.mounts" -}}
 ("volumeMounts" in c ? c.volumeMounts : []) == {{ . }}[?"volumeMounts"].orValue([]) ||
   "volumeMounts" in c && size(c.volumeMounts) == size({{ . }}[?"volumeMounts"].orValue([])) + 1 &&
-  lists.range(size({{ . }}[?"volumeMounts"].orValue([]))).all(i, c.volumeMounts[i] == {{ . }}["volumeMounts"][i]) &&
-  [c.volumeMounts[size(c.volumeMounts) - 1]].all(m, m.name in variables.savols && size(m) == 3 && m.?readOnly.orValue(false) &&
-    m.mountPath == "/var/run/secrets/kubernetes.io/serviceaccount")
+  lists.range(size({{ . }}[?"volumeMounts"].orValue([]))).all(i, {{ . }}["volumeMounts"][i] == c.volumeMounts[i]) &&
+  [c.volumeMounts[size(c.volumeMounts) - 1]].all(m, m.name.startsWith("kube-api-access-") && size(m) == 3 && m.?readOnly.orValue(false) &&
+    m.mountPath == "/var/run/secrets/kubernetes.io/serviceaccount" &&
+    object.spec.?volumes.orValue([]).exists(v, v.name == m.name && {{ include "graft.guarantee.saVolume" "v" }}))
 {{- end -}}
 
-{{- /* graft.guarantee.saProjected: the projected source of the token volume
-the ServiceAccount admission plugin adds, as stored (export.SAProjected). */ -}}
-{{- define "graft.guarantee.saProjected" -}}
-{"defaultMode": dyn(420), "sources": dyn([{"serviceAccountToken": dyn({"expirationSeconds": dyn(3607), "path": dyn("token")})}, {"configMap": dyn({"items": dyn([{"key": dyn("ca.crt"), "path": dyn("ca.crt")}]), "name": dyn("kube-root-ca.crt")})}, {"downwardAPI": dyn({"items": dyn([{"fieldRef": dyn({"apiVersion": dyn("v1"), "fieldPath": dyn("metadata.namespace")}), "path": dyn("namespace")}])})}])}
+{{- /* graft.guarantee.saVolume: CEL holding for the volume bound to . when
+it is a token volume as the ServiceAccount plugin makes it: projected,
+from a service account token, the cluster's CA (the ConfigMap
+kube-root-ca.crt) and the Pod's namespace (downward API) and nothing
+else: not a hostPath, Secret or other volume of the Pod's own under that
+name, which the plugin would mount into graft's containers just the same.
+(The tokens' audience and expiry are not compared: a Pod can ask for its
+ServiceAccount's tokens anyway.) */ -}}
+{{- define "graft.guarantee.saVolume" -}}
+size({{ . }}) == 2 && has({{ . }}.projected) && {{ . }}.projected.sources.all(s, has(s.serviceAccountToken) || has(s.downwardAPI) || has(s.configMap) && s.configMap.name == "kube-root-ca.crt")
+{{- end -}}
+
+
+{{- /* graft.guarantee.hostPorts: CEL on c, holding when its ports are those
+of E (a CEL map of the compared fields) but for the hostPort the API
+server defaults to each containerPort in a hostNetwork Pod. */ -}}
+{{- define "graft.guarantee.hostPorts" -}}
+("ports" in c ? c.ports : []).map(p, [dyn(p.?name.orValue("")), dyn(p.containerPort), dyn(p.?protocol.orValue("")), dyn(p.?hostIP.orValue(""))]) ==
+  {{ . }}[?"ports"].orValue([]).map(p, [dyn(p[?"name"].orValue("")), dyn(p["containerPort"]), dyn(p[?"protocol"].orValue("")), dyn(p[?"hostIP"].orValue(""))]) &&
+  ("ports" in c ? c.ports : []).all(p, p.?hostPort.orValue(0) == 0 || p.hostPort == p.containerPort)
 {{- end -}}
