@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Server holds graft serve's own settings, under `server:` in the file.
@@ -100,6 +104,49 @@ type Server struct {
 	// TemplatesDir holds templates that overlay the built-in ones (a file
 	// of the same name replaces a built-in template); watched.
 	TemplatesDir string `json:"templatesDir,omitempty"`
+	// APIServerToken, when set, makes graft require the API server's
+	// token on the webhook's routes (KEP-6060, alpha in Kubernetes 1.37
+	// behind the APIServerWebhookAuthenticationToken gate): a request
+	// without a valid one is refused with 401, whatever its body. Off by
+	// default. Read at start; a change needs a restart.
+	APIServerToken *APIServerToken `json:"apiServerToken,omitempty"`
+}
+
+// APIServerToken says which token graft accepts from the API server. A
+// ServiceAccount token is accepted when the API server's TokenReview (the
+// issuer's own check of signature, expiry, audience and bound object)
+// authenticates it for one of graft's webhook URLs, and says the token is
+// bound to WebhookConfiguration and attests admissionReviewAPIGroups "*":
+// Pods are of the core group, which only a token for all groups covers,
+// and only kube-apiserver's own ServiceAccount may be given one. graft's
+// ServiceAccount needs permission to create TokenReviews
+// (system:auth-delegator). A review is remembered for a minute at most,
+// never past the token's expiry; a refusal for ten seconds.
+type APIServerToken struct {
+	// Audience is graft's webhook URL without its path, as the API server
+	// names a token's audience: for a service: reference,
+	// https://<service>.<namespace>.svc:<port>. A token's audience must be
+	// this followed by one of graft's routes (/inject, /inject/...): a
+	// token is issued for one webhook's URL, and graft accepts it on all
+	// its routes, since the API server's admission kubeconfig presents
+	// one token per server.
+	Audience string `json:"audience"`
+	// WebhookConfiguration is the MutatingWebhookConfiguration the token
+	// must be bound to: graft's registration.
+	WebhookConfiguration string `json:"webhookConfiguration"`
+}
+
+// Validate checks an APIServerToken.
+func (a *APIServerToken) Validate() error {
+	u, err := url.Parse(a.Audience)
+	if err != nil || u.Scheme != "https" || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("%w: apiServerToken.audience %q: want the webhook's https URL without a path, such as https://graft.graft-system.svc:443", ErrServer, a.Audience)
+	}
+	if errs := validation.IsDNS1123Subdomain(a.WebhookConfiguration); len(errs) > 0 {
+		return fmt.Errorf("%w: apiServerToken.webhookConfiguration %q: want the name of graft's MutatingWebhookConfiguration: %s",
+			ErrServer, a.WebhookConfiguration, strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // Defaults of Server.
@@ -282,6 +329,11 @@ func (s *Server) Validate() error {
 	}
 	if (s.TLSCert == "") != (s.TLSKey == "") {
 		return fmt.Errorf("%w: tlsCert and tlsKey go together (give both, or neither for a self-signed certificate)", ErrServer)
+	}
+	if s.APIServerToken != nil {
+		if err := s.APIServerToken.Validate(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/suggest"
+	"github.com/graftdev/graft/internal/yamlerr"
 )
 
 // decodeStrict decodes one YAML document into v (a pointer to a struct with
@@ -31,13 +33,13 @@ func decodeStrict(file string, data []byte, v any) (*yamlv3.Node, error) {
 	case errors.Is(err, io.EOF):
 		return nil, nil
 	case err != nil:
-		return nil, syntaxError(file, err)
+		return nil, syntaxError(file, data, err)
 	}
 	var extra yamlv3.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		line := extra.Line
 		if err != nil {
-			return nil, syntaxError(file, err)
+			return nil, syntaxError(file, data, err)
 		}
 		return nil, &Error{File: file, Line: line, Msg: "a second YAML document; the configuration is one document"}
 	}
@@ -69,16 +71,11 @@ func isEmptyDocument(root *yamlv3.Node) bool {
 	return root.Kind == yamlv3.ScalarNode && root.ShortTag() == "!!null"
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// syntaxError turns "yaml: line 3: did not find expected key" into an
-// *Error with that line.
-func syntaxError(file string, err error) error {
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &Error{File: file, Line: line, Msg: "invalid YAML: " + m[2]}
-	}
-	return &Error{File: file, Msg: "invalid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+// syntaxError turns a YAML syntax error into an *Error on the line the
+// problem is on (the library names the line its enclosing block began).
+func syntaxError(file string, data []byte, err error) error {
+	line, problem := yamlerr.Locate(data, err)
+	return &Error{File: file, Line: line, Msg: "invalid YAML: " + problem}
 }
 
 // keyLine is the line of key in the mapping root, or 1.
@@ -123,7 +120,7 @@ func (w *walker) walk(n *yamlv3.Node, t reflect.Type, path string) error {
 		return w.mapping(n, path, func(k, v *yamlv3.Node) error {
 			ft, ok := fields[k.Value]
 			if !ok {
-				return w.errorf(k, path, "unknown field %q%s", k.Value, suggest(k.Value, fields))
+				return w.errorf(k, path, "unknown field %q%s", k.Value, suggest.Hint(k.Value, slices.Collect(maps.Keys(fields)), "valid fields"))
 			}
 			return w.walk(v, ft, join(path, k.Value))
 		})
@@ -234,47 +231,6 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 		}
 	}
 	return out
-}
-
-// suggest names the known key nearest to key, or lists them all when none
-// is near.
-func suggest(key string, fields map[string]reflect.Type) string {
-	names := make([]string, 0, len(fields))
-	for k := range fields {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	best, bestDist := "", -1
-	for _, n := range names {
-		if d := editDistance(strings.ToLower(key), strings.ToLower(n)); bestDist < 0 || d < bestDist {
-			best, bestDist = n, d
-		}
-	}
-	if best != "" && bestDist <= max(2, len(key)/3) {
-		return fmt.Sprintf(" (did you mean %q?)", best)
-	}
-	return "; valid fields: " + strings.Join(names, ", ")
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func join(path, key string) string {

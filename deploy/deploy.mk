@@ -1,14 +1,39 @@
-# Container image and deploy/ upkeep. -included by the Makefile, which
-# defines VERSION.
+# Container images and deploy/ upkeep. -included by the Makefile, which
+# defines GO, BIN, VERSION, REVISION, BUILDTIME and LDFLAGS.
 
 IMAGE  ?= ghcr.io/graftdev/graft
 DOCKER ?= docker
 
-.PHONY: image deploy-templates deploy-webhooks
+# make images writes graft's image without Docker or a registry, as an OCI
+# layout archive (internal/ociimage): one image per platform in
+# IMAGE_PLATFORMS, each the static binary built for it with the same flags
+# as make build. IMAGE_TAG defaults to the build's version; the image is
+# dated by the commit, so the same commit gives the same digest.
+IMAGE_TAG       ?= $(VERSION)
+# linux/arm64 does not build yet: sonic's loader (github.com/bytedance/
+# sonic/loader v0.5.3, internal/abi) has no arm64 definitions.
+IMAGE_PLATFORMS ?= linux/amd64
+IMAGES_DIR      ?= $(BIN)/images
+GRAFT_IMAGE     := $(IMAGES_DIR)/graft.tar
 
-## image: build the container image $(IMAGE):$(VERSION) (needs a Docker engine).
+.PHONY: image images deploy-templates deploy-webhooks
+
+## images: build graft's image $(IMAGE):$(IMAGE_TAG) for IMAGE_PLATFORMS into bin/images/graft.tar (an OCI layout archive: ctr images import, skopeo copy oci-archive:); no Docker needed.
+images:
+	@mkdir -p $(IMAGES_DIR)
+	@set -e; bins=; for p in $(IMAGE_PLATFORMS); do \
+		os=$${p%%/*}; arch=$${p#*/}; out=$(IMAGES_DIR)/$$os-$$arch/graft; \
+		echo "go build $$p -> $$out"; \
+		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$out ./cmd/graft; \
+		bins="$$bins $$p=$$out"; \
+	done; \
+	$(GO) run ./internal/ociimage/cmd/graft-image archive --out $(GRAFT_IMAGE) \
+		--ref $(IMAGE):$(IMAGE_TAG) --created '$(or $(BUILDTIME),1970-01-01T00:00:00Z)' \
+		--version '$(VERSION)' --revision '$(REVISION)' $$bins | tee $(IMAGES_DIR)/graft.ref
+
+## image: build the container image $(IMAGE):$(VERSION) with the Dockerfile (needs a Docker engine; make images needs none).
 image:
-	@command -v $(DOCKER) >/dev/null 2>&1 || { echo "make image: $(DOCKER) not found; building the image needs a Docker engine" >&2; exit 1; }
+	@command -v $(DOCKER) >/dev/null 2>&1 || { echo "make image: $(DOCKER) not found; building the image needs a Docker engine (make images does not)" >&2; exit 1; }
 	$(DOCKER) build --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) .
 
 ## deploy-templates: copy the built-in templates into deploy/base/templates.

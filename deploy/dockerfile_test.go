@@ -1,19 +1,29 @@
 package deploy
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
 	"debug/buildinfo"
 	"debug/elf"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/graftdev/graft/internal/ociimage"
+	"github.com/graftdev/graft/internal/ociimage/graftimage"
 )
 
 // instruction is one Dockerfile instruction, continuation lines joined.
@@ -104,20 +114,27 @@ func readDockerfile(t *testing.T) *dockerfile {
 	return df
 }
 
-const builtBinary = "/out/graft"
+const (
+	builtBinary = "/out/graft"
+	builtRootfs = "/out/rootfs"
+)
 
-// TestDockerfileFinalStage: distroless static, numeric non-root user, no
-// shell needed to start.
+// TestDockerfileFinalStage: the Dockerfile's image is graftimage's, the one
+// make images writes: from scratch, the files graft-image rootfs lays out
+// (the same as make images's layer), and graftimage's user, entrypoint,
+// command, ports and labels.
 func TestDockerfileFinalStage(t *testing.T) {
 	df := readDockerfile(t)
 	if len(df.stages) < 2 {
 		t.Fatalf("%d stages, want a build stage and a runtime stage", len(df.stages))
 	}
 	final := df.stages[len(df.stages)-1]
-	if final.from != "gcr.io/distroless/static:nonroot" {
-		t.Errorf("final stage FROM %q, want gcr.io/distroless/static:nonroot", final.from)
+	if final.from != "scratch" {
+		t.Errorf("final stage FROM %q, want scratch: every file comes from graftimage", final.from)
 	}
-	var user, entrypoint, copied string
+	var user, entrypoint, cmd, copied string
+	var ports []string
+	labels := map[string]string{}
 	for _, in := range final.body {
 		switch in.cmd {
 		case "RUN":
@@ -126,21 +143,112 @@ func TestDockerfileFinalStage(t *testing.T) {
 			user = in.args
 		case "ENTRYPOINT":
 			entrypoint = in.args
+		case "CMD":
+			cmd = in.args
+		case "EXPOSE":
+			ports = append(ports, strings.Fields(in.args)...)
+		case "LABEL":
+			for _, m := range labelRE.FindAllStringSubmatch(in.args, -1) {
+				labels[m[1]] = m[2]
+			}
 		case "COPY":
-			if f := strings.Fields(in.args); len(f) == 3 && strings.HasPrefix(f[0], "--from=") {
+			if f := strings.Fields(in.args); len(f) == 3 && f[0] == "--from=build" && f[2] == "/" {
 				copied = f[1]
 			}
+		default:
+			t.Errorf("line %d: %s in the final stage, which graftimage does not have", in.line, in.cmd)
 		}
 	}
-	if user != "65532:65532" {
-		t.Errorf("USER %q, want 65532:65532", user)
+	if user != graftimage.User {
+		t.Errorf("USER %q, want graftimage's %q", user, graftimage.User)
 	}
-	var argv []string
-	if err := json.Unmarshal([]byte(entrypoint), &argv); err != nil || len(argv) == 0 {
-		t.Errorf("ENTRYPOINT %q: want the exec (JSON) form, which needs no shell", entrypoint)
+	for name, got := range map[string]string{"ENTRYPOINT": entrypoint, "CMD": cmd} {
+		want := graftimage.Entrypoint
+		if name == "CMD" {
+			want = graftimage.Cmd
+		}
+		var argv []string
+		if err := json.Unmarshal([]byte(got), &argv); err != nil {
+			t.Errorf("%s %q: want the exec (JSON) form, which needs no shell", name, got)
+		} else if !slices.Equal(argv, want) {
+			t.Errorf("%s %q, want graftimage's %q", name, argv, want)
+		}
 	}
-	if copied != builtBinary {
-		t.Errorf("the final stage copies %q, want the build's output %s", copied, builtBinary)
+	if !slices.Equal(slices.Sorted(slices.Values(ports)), slices.Sorted(slices.Values(graftimage.Ports))) {
+		t.Errorf("EXPOSE %v, want graftimage's %v", ports, graftimage.Ports)
+	}
+	if !maps.Equal(labels, graftimage.Labels) {
+		t.Errorf("LABEL %v, want graftimage's %v", labels, graftimage.Labels)
+	}
+	if copied != builtRootfs+"/" {
+		t.Errorf("the final stage copies %q to /, want the build's %s/", copied, builtRootfs)
+	}
+}
+
+var labelRE = regexp.MustCompile(`(\S+)="([^"]*)"`)
+
+// TestDockerfileRootfs runs the build stage's graft-image rootfs command
+// as written (the binary a stand-in) and checks the tree it lays out is
+// graftimage's files, as make images's layer holds them.
+func TestDockerfileRootfs(t *testing.T) {
+	df := readDockerfile(t)
+	var rootfs string
+	for _, in := range df.stages[0].body {
+		if in.cmd == "RUN" && strings.Contains(in.args, "graft-image rootfs") {
+			rootfs = runCommand(in.args)
+		}
+	}
+	if !strings.Contains(rootfs, "--binary "+builtBinary) || !strings.Contains(rootfs, "--out "+builtRootfs) {
+		t.Fatalf("build stage: rootfs command %q, want --binary %s --out %s", rootfs, builtBinary, builtRootfs)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "graft")
+	if err := os.WriteFile(bin, []byte("stand-in binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "rootfs")
+	cmdline := strings.NewReplacer(" "+builtBinary, " '"+bin+"'", " "+builtRootfs, " '"+out+"'").Replace(rootfs)
+	cmd := exec.Command("sh", "-c", cmdline)
+	cmd.Dir = ".."
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", cmdline, err, b)
+	}
+	var got []string
+	err := filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == out {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(out, p)
+		got = append(got, fmt.Sprintf("/%s %v", rel, info.Mode()))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer, err := ociimage.Layer(graftimage.Files(bin), time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	tr := tar.NewReader(bytes.NewReader(layer))
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, fmt.Sprintf("/%s %v", strings.TrimSuffix(h.Name, "/"), h.FileInfo().Mode()))
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("the Dockerfile's rootfs:\n%s\nmake images's layer:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

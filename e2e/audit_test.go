@@ -73,6 +73,7 @@ type auditReport struct {
 // every Pod's class and cause agree, and the table, Prometheus and
 // --fail-on outputs say the same.
 func TestAudit(t *testing.T) {
+	needsWorkloads(t)
 	want := map[string]truth{} // namespace/name
 	var mu sync.Mutex
 	expect := func(ns string, pods []*corev1.Pod, tr truth) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,16 +19,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// What the foreign mutator adds and sets.
+// What the foreign mutator adds and sets. Its annotation is in a domain
+// of its own: keys in graft's domains are graft's (a Pod, or a webhook
+// after graft, may not set them).
 const (
 	foreignContainer  = "foreign"
 	foreignEnv        = "FOREIGN_MUTATOR"
-	foreignAnnotation = "e2e.graft.dev/foreign"
+	foreignAnnotation = "foreign.e2e.example.com/seen"
 )
 
 // foreignMutator is another team's mutating webhook: by default it
-// appends a container and sets an env var and imagePullPolicy: Always on
-// every container, graft's included (foreignPatch); patch, when set,
+// appends a container, sets imagePullPolicy: Always on every container,
+// graft's included (graft does not compare it), and an env var on every
+// container but graft's, which it leaves out by name as
+// docs/concepts/guarantee.md asks (foreignPatch); patch, when set,
 // replaces what it does. It is idempotent, as every mutating webhook must
 // be.
 type foreignMutator struct {
@@ -93,7 +98,7 @@ func foreignPatch(p *corev1.Pod) []patchOp {
 			if c.ImagePullPolicy != corev1.PullAlways {
 				ops = append(ops, patchOp{"add", base + "/imagePullPolicy", corev1.PullAlways})
 			}
-			if countEnv(c, foreignEnv) == 0 {
+			if countEnv(c, foreignEnv) == 0 && !strings.HasPrefix(c.Name, "graft-") {
 				e := corev1.EnvVar{Name: foreignEnv, Value: "1"}
 				if c.Env == nil {
 					ops = append(ops, patchOp{"add", base + "/env", []corev1.EnvVar{e}})
@@ -106,6 +111,23 @@ func foreignPatch(p *corev1.Pod) []patchOp {
 	edit("initContainers", p.Spec.InitContainers)
 	edit("containers", containers)
 	return ops
+}
+
+// editGraftSidecars is a webhook after graft that changes graft's
+// sidecars (every container named graft-*) with edit, once each: graft,
+// reinvoked, finds them no longer its own.
+func editGraftSidecars(edit func(base string, c corev1.Container) []patchOp) func(*corev1.Pod) []patchOp {
+	return func(p *corev1.Pod) []patchOp {
+		var ops []patchOp
+		for list, cs := range map[string][]corev1.Container{"initContainers": p.Spec.InitContainers, "containers": p.Spec.Containers} {
+			for i, c := range cs {
+				if strings.HasPrefix(c.Name, "graft-") {
+					ops = append(ops, edit(fmt.Sprintf("/spec/%s/%d", list, i), c)...)
+				}
+			}
+		}
+		return ops
+	}
 }
 
 func jsonPointerEscape(s string) string {

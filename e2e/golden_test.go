@@ -137,6 +137,9 @@ func TestInjectedPodMatchesGolden(t *testing.T) {
 	for _, name := range slices.Sorted(maps.Keys(cases)) {
 		c := cases[name]
 		t.Run(name, func(t *testing.T) {
+			if c.in.Spec.Resources != nil {
+				needsKubernetes(t, 34, "pod-level resources (beta and on by default in 1.34)")
+			}
 			injected := nsOf[c.profile]
 			// Some inputs exercise the engine on Pods no API server would
 			// accept (a mount of an undeclared volume, say): those cannot be

@@ -34,6 +34,7 @@ const liveProfile = "team-agent"
 // explain of the Deployment shows its patch with the Deployment's paths
 // and names its Pods that lack the sidecar.
 func TestLiveCommandsReadClusterConfig(t *testing.T) {
+	needsWorkloads(t)
 	graftNS := newNamespace(t, "live-graft", nil)
 	installShipped(t, graftNS)
 	appNS := newNamespace(t, "live-team", map[string]string{names.Inject: liveProfile})

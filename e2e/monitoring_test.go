@@ -43,17 +43,25 @@ func TestMonitoringNamesExist(t *testing.T) {
 	probeWebhookFailures(t)
 	exposed := map[string]map[string]bool{}
 	hc := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
-	addSeries(exposed, scrape(t, hc, "http://"+env.cluster.GraftAdminAddr()+"/metrics", ""))
-	apiClient, token := env.cluster.APIServerHTTP()
-	addSeries(exposed, scrape(t, apiClient, env.cluster.APIServerURL()+"/metrics", token))
-	// The exporter's graft_audit_pods exist once a Pod is classified: one
-	// Pod of an opted-in namespace (graft injects it, so it is current).
+	// graft's counters appear as they first count, and the exporter's
+	// graft_audit_pods once a Pod is classified: one Pod of an opted-in
+	// namespace (graft injects it, so it is current).
 	ns := optedIn(t, "e2e-metrics-audit")
 	audited := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "audited"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}}}}
 	if _, err := env.client.CoreV1().Pods(ns).Create(t.Context(), audited, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// A series appears when graft first counts it: a Pod graft skips
+	// (host network) brings graft_skips_total, which the dashboard reads.
+	skipped := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "skipped"},
+		Spec: corev1.PodSpec{HostNetwork: true, Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}}}}
+	if _, err := env.client.CoreV1().Pods(ns).Create(t.Context(), skipped, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Fatal(err)
+	}
+	addSeries(exposed, scrape(t, hc, "http://"+env.cluster.GraftAdminAddr()+"/metrics", ""))
+	apiClient, token := env.cluster.APIServerHTTP()
+	addSeries(exposed, scrape(t, apiClient, env.cluster.APIServerURL()+"/metrics", token))
 	audit := startAuditExporter(t, writeKubeconfig(t), "-n", ns)
 	addSeries(exposed, scrape(t, hc, audit.url+"/metrics", ""))
 	// graft watchdog's, with a grace long enough that it restarts nothing.
@@ -309,8 +317,9 @@ func probeWebhookFailures(t *testing.T) {
 		return err
 	}
 	// The API server picks the configuration up within a moment: the
-	// closed webhook refusing is the sign.
-	deadline := time.Now().Add(30 * time.Second)
+	// closed webhook refusing is the sign. The minute only bounds a hang,
+	// as WaitInjecting's does.
+	deadline := time.Now().Add(time.Minute)
 	for pod("reject") == nil {
 		if time.Now().After(deadline) {
 			t.Fatal("the probe webhooks never took effect")

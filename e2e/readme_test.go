@@ -19,17 +19,24 @@ import (
 const e2eDoc = "docs/development/e2e.md"
 
 // TestEveryScenarioIsInTheE2EDoc: the table of scenarios in
-// docs/development/e2e.md names every test of this suite, so a new test
+// docs/development/e2e.md names every test of this suite and of the real
+// nodes' (realnode/), so a new test
 // cannot go undocumented.
 func TestEveryScenarioIsInTheE2EDoc(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join(repoRoot, e2eDoc))
 	if err != nil {
 		t.Fatal(err)
 	}
+	// This suite's and the real nodes' (realnode/).
 	files, err := filepath.Glob("*_test.go")
 	if err != nil {
 		t.Fatal(err)
 	}
+	real, err := filepath.Glob("realnode/*_test.go")
+	if err != nil || len(real) == 0 {
+		t.Fatalf("no tests in realnode/: %v", err)
+	}
+	files = append(files, real...)
 	decl := regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]+)\(t \*testing\.T\)`)
 	found := 0
 	for _, f := range files {
@@ -61,6 +68,7 @@ const tourMarker = "<!-- demo output: checked by TestReadmeTourIsTheDemo -->"
 // README's sample of its output to be that output, up to what varies run
 // to run: times, ports, generated names, which node a Pod landed on.
 func TestReadmeTourIsTheDemo(t *testing.T) {
+	needsWorkloads(t)
 	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
 	if err != nil {
 		t.Fatal(err)

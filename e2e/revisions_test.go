@@ -58,6 +58,7 @@ const (
 // reloads) while the controllers roll a fifth of them again sends the
 // creates after it to next, with no create failing while it happens.
 func TestCanaryTag(t *testing.T) {
+	needsWorkloads(t)
 	if odds := histo.BinomialTails(canaryOwners, canaryShare, canaryMin, canaryMax); odds >= maxFailureOdds {
 		t.Fatalf("the bound [%d, %d] fails a correct split with probability %.3g", canaryMin, canaryMax, odds)
 	}

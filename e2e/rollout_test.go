@@ -228,6 +228,7 @@ const rolloutDeployments = 50
 // finds no stale Pod outside it, its Pods are the ones it had, and no
 // budget ever had fewer healthy Pods than it wants.
 func TestRolloutConverges(t *testing.T) {
+	needsWorkloads(t)
 	ns := optedIn(t, "e2e-rollout")
 	if err := env.waitInjecting(t.Context(), ns); err != nil {
 		t.Fatal(err)
@@ -334,6 +335,7 @@ func TestRolloutConverges(t *testing.T) {
 // app container as it was, the sidecar on the new image, and the audit
 // calls them current. No Deployment was restarted.
 func TestRolloutInPlace(t *testing.T) {
+	needsWorkloads(t)
 	ns := optedIn(t, "e2e-in-place")
 	if err := env.waitInjecting(t.Context(), ns); err != nil {
 		t.Fatal(err)

@@ -27,8 +27,10 @@ type suite struct {
 	// templatesDir holds the suite's own templates (graft serve's
 	// --templates-dir, through the config file).
 	templatesDir string
-	// serverVersion is what kube-apiserver reports, e.g. v1.36.3.
+	// serverVersion is what kube-apiserver reports, e.g. v1.37.2, and
+	// serverMinor its minor version, 37.
 	serverVersion string
+	serverMinor   int
 	// nodes is how many simulated nodes run.
 	nodes int
 }
@@ -100,6 +102,9 @@ func startSuite(ctx context.Context, opts cluster.Options) (*suite, error) {
 		return s, fmt.Errorf("server version: %w", err)
 	}
 	s.serverVersion = v.GitVersion
+	if s.serverMinor, err = minorOf(v.GitVersion); err != nil {
+		return s, err
+	}
 	set, err := templates.Builtin()
 	if err != nil {
 		return s, err
@@ -158,3 +163,30 @@ func optedIn(t *testing.T, name string) string {
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+// minorOf is the minor version of a Kubernetes version such as v1.37.2.
+func minorOf(version string) (int, error) {
+	var major, minor int
+	if _, err := fmt.Sscanf(version, "v%d.%d.", &major, &minor); err != nil || major != 1 {
+		return 0, fmt.Errorf("server version %q: want v1.NN.P", version)
+	}
+	return minor, nil
+}
+
+// needsKubernetes skips t on an API server older than 1.minor, which lacks
+// what t needs (why, e.g. "MutatingAdmissionPolicy v1, GA in 1.36").
+func needsKubernetes(t *testing.T, minor int, why string) {
+	t.Helper()
+	if env.serverMinor < minor {
+		t.Skipf("kube-apiserver %s: needs 1.%d or later for %s", env.serverVersion, minor, why)
+	}
+}
+
+// needsWorkloads skips t in an API-level run (GRAFT_E2E_API_ONLY), which
+// has no controllers to run workloads and no nodes to run Pods.
+func needsWorkloads(t *testing.T) {
+	t.Helper()
+	if env.cluster.APIOnly() {
+		t.Skip("needs controllers and nodes: this is an API-level run (GRAFT_E2E_API_ONLY=1)")
+	}
+}

@@ -185,6 +185,7 @@ func podIsReady(p *corev1.Pod) bool {
 // same outage leaves the watchdog nothing to do: no Pod without graft is
 // ever stored, and it restarts nothing.
 func TestWatchdog(t *testing.T) {
+	needsWorkloads(t)
 	if fp := env.webhook.Webhooks[0].FailurePolicy; fp == nil || *fp != regv1.Ignore {
 		t.Fatalf("the shipped webhook's failurePolicy is %v; this test is about Ignore", fp)
 	}

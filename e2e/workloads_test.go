@@ -140,6 +140,7 @@ func podsByController(t *testing.T, ns string) map[types.UID][]corev1.Pod {
 // Deployment's Pods until the Deployment has a Pod to spare, and the Pod
 // that replaces the evicted one is injected too.
 func TestWorkloadKinds(t *testing.T) {
+	needsWorkloads(t)
 	ns := optedIn(t, "e2e-workloads")
 	if err := env.waitInjecting(t.Context(), ns); err != nil {
 		t.Fatal(err)

@@ -91,9 +91,9 @@ type RuntimeContainer struct {
 	// Fields are the fields to compare with Expected, in order; Image:
 	// compare the image by the profile's image rule instead (a template
 	// export cannot compile).
-	Fields  []string         `json:"fields"`
-	Image   bool             `json:"image,omitempty"`
-	Volumes []RuntimeVolume  `json:"volumes,omitempty"`
+	Fields  []string        `json:"fields"`
+	Image   bool            `json:"image,omitempty"`
+	Volumes []RuntimeVolume `json:"volumes,omitempty"`
 }
 
 // RuntimeVolume is a volume the container mounts: Check is CEL on the
@@ -191,7 +191,6 @@ type RangePiece struct {
 	Param string `json:"param,omitempty"`
 	Not   bool   `json:"not,omitempty"`
 }
-
 
 // Checks returns what the guarantee compares of tmpl. A template export's
 // compiler refuses still gets checks (Refused says why they are fewer);
@@ -303,7 +302,7 @@ func (c *template) checkVariants(tc *TemplateCheck) error {
 			label   bool
 		}{{v.frag.annotations, &cv.Annotations, false}, {v.frag.labels, &cv.Labels, true}} {
 			for _, en := range kv.entries {
-				if !names.InGraftDomain(en.key) {
+				if !names.Reserved(en.key) {
 					continue
 				}
 				h := &holes{}

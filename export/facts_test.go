@@ -93,7 +93,6 @@ fragment: |
 	}
 }
 
-
 func mustJSONString(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)

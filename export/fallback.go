@@ -37,7 +37,7 @@ func fallbackChecks(tmpl *templates.Template, facts TemplateFacts) ([]CheckVaria
 	}
 	byName := map[string]*seen{}
 	var order []string
-	keys := map[string][]string{}       // annotation key -> values
+	keys := map[string][]string{}      // annotation key -> values
 	labelKeys := map[string][]string{} // label key -> values
 	renders := 0
 	for _, over := range variants(tmpl, base) {
@@ -103,7 +103,7 @@ func fallbackChecks(tmpl *templates.Template, facts TemplateFacts) ([]CheckVaria
 			out map[string][]string
 		}{{frag.Annotations, keys}, {frag.Labels, labelKeys}} {
 			for _, a := range kv.in {
-				if names.InGraftDomain(a.Key) {
+				if names.Reserved(a.Key) {
 					kv.out[a.Key] = append(kv.out[a.Key], a.Value)
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/imageref"
 	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/templates"
 )
@@ -129,10 +130,11 @@ func ruleExpr(p *templates.Param, v string) string { return "(" + ruleBody(p, v)
 func ruleBody(p *templates.Param, v string) string {
 	switch p.Type {
 	case templates.TypeString:
-		if p.Pattern == "" {
-			return `""`
+		pattern := `""`
+		if p.Pattern != "" {
+			pattern = "(" + v + ".matches(" + celString(p.Pattern) + `) ? "" : ` + celString("must match "+p.Pattern) + ")"
 		}
-		return v + ".matches(" + celString(p.Pattern) + `) ? "" : ` + celString("must match "+p.Pattern)
+		return formatRule(p, v, celString(p.FormatRule()), pattern)
 	case templates.TypeInt:
 		digits := v + `.find("[1-9][0-9]*")`
 		fits := "(size(" + digits + ") < 19 || size(" + digits + ") == 19 && " + digits + " <= (" + v +
@@ -203,19 +205,32 @@ func durationValid(v string) string {
 		units + `[c.substring(size(c.find("^[0-9.]*")))]).sum() < 9.223372036854775807e18`
 }
 
+// formatRule is a CEL string: what Param.Parse says of v (a CEL string)
+// that is not of p's format, after prefix (a CEL string); else
+// otherwise.
+func formatRule(p *templates.Param, v, prefix, otherwise string) string {
+	if p.Format == templates.FormatImage {
+		return imageref.CELProblem(v, prefix, otherwise)
+	}
+	return otherwise
+}
+
 // listRule checks a list's items in order, then their number.
 func listRule(p *templates.Param, items string) string {
 	bad := `it == ""`
+	if p.Format == templates.FormatImage {
+		bad += " || !" + imageref.CELValid("it")
+	}
 	if p.Pattern != "" {
 		bad += " || !it.matches(" + celString(p.Pattern) + ")"
 	}
 	first := items + ".filter(it, " + bad + ")[0]"
 	out := items + ".exists(it, " + bad + `) ? (` + first + ` == "" ? "must be a comma-separated list without empty items" : `
+	pattern := `""`
 	if p.Pattern != "" {
-		out += `"item " + ` + celQuote(first) + " + " + celString(" must match "+p.Pattern)
-	} else {
-		out += `""`
+		pattern = `"item " + ` + celQuote(first) + " + " + celString(" must match "+p.Pattern)
 	}
+	out += formatRule(p, first, `"item " + `+celQuote(first)+" + "+celString(" "+p.FormatRule()), pattern)
 	out += ") : "
 	if p.Min != "" {
 		out += "size(" + items + ") < " + canonicalInt(p.Min) + " ? " + celString("must have at least "+p.Min+" items") + " : "

@@ -96,11 +96,12 @@ func (e *Engine) admit(dst, body []byte, o Options, ex *Explanation) ([]byte, Re
 		return e.fail(dst, rv, ps, ReasonBudgetExceeded, &res), res, nil
 	}
 	if ex != nil {
-		explainStatus(ex, pl, p)
+		explainStatus(ex, pl, p, &e.impl.sidecars, ps.cfg.PodRevision)
 	}
-	switch out := merge(pl, ps.cfg.OnConflict == ConflictKeep, true, p, s, &e.impl.records); out {
+	mo := mergeOptions{keep: ps.cfg.OnConflict == ConflictKeep, repairs: true, podRevision: ps.cfg.PodRevision, names: &e.impl.sidecars}
+	switch out := merge(pl, mo, p, s, &e.impl.records); out {
 	case mergeConflict:
-		s.patch = conflictMessage(s.patch[:0], s.conflict, pl, ps.name)
+		s.patch = conflictMessage(s.patch[:0], s.conflict, ps.name)
 		return e.denyConflict(dst, rv, b2s(s.patch), &res, ex), res, nil
 	case mergeUpgrade, mergeRepair:
 		rw, err := e.rework(ps, pl, rv.object, out == mergeUpgrade, &s.budget)

@@ -59,16 +59,25 @@ func prepareForCluster(r *rand.Rand, pod map[string]any) {
 	case 1:
 		spec["automountServiceAccountToken"] = true
 	}
+	// A volume named like the plugin's is projected, as in a copy of a
+	// running Pod's manifest: graft's containers may hold the plugin's
+	// mount of no other kind (own.go; TestTokenMountOfAnotherKind).
+	projected := func(name string) any {
+		return map[string]any{"name": name, "projected": map[string]any{"defaultMode": 420,
+			"sources": []any{map[string]any{"serviceAccountToken": map[string]any{"path": "token"}}}}}
+	}
 	vols, _ := spec["volumes"].([]any)
 	if r.IntN(4) == 0 {
-		vols = append([]any{map[string]any{"name": "kube-api-access-user", "emptyDir": map[string]any{}}}, vols...)
+		vols = append([]any{projected("kube-api-access-user")}, vols...)
 	}
 	if r.IntN(3) == 0 {
 		name := "own-token"
+		vol := map[string]any{"name": name, "emptyDir": map[string]any{}}
 		if r.IntN(2) == 0 {
 			name = "kube-api-access-manual"
+			vol = projected(name).(map[string]any)
 		}
-		vols = append(vols, map[string]any{"name": name, "emptyDir": map[string]any{}})
+		vols = append(vols, vol)
 		mount := func(c map[string]any) {
 			mounts, _ := c["volumeMounts"].([]any)
 			c["volumeMounts"] = append(mounts, map[string]any{"name": name, "mountPath": tokenMountPath})

@@ -15,8 +15,9 @@ import (
 // in app containers that one already sets keeps the app's value; a mount
 // path one already uses keeps the app's volume there. Each is a conflict
 // under the profile's onConflict (deny by default; keep leaves the
-// template out), checked for the templates a request would inject: once
-// graft.dev/status records a template, its objects are graft's.
+// template out), checked for the templates a request would inject,
+// against every container that is not graft's (own.go), whatever
+// graft.dev/status says.
 
 // uid is a runAsUser as the Pod sets it.
 type uid struct {
@@ -48,11 +49,13 @@ type reservedUID struct {
 }
 
 // collisionKind says which collision a conflict is; collideNone is a
-// name graft injects (findConflict).
+// name graft injects (own.go), collideReserved a key in graft's domains
+// (reserved.go).
 type collisionKind uint8
 
 const (
 	collideNone collisionKind = iota
+	collideReserved
 	collidePort
 	collidePortName
 	collideUID
@@ -171,13 +174,18 @@ func sameProtocol(a, b string) bool {
 }
 
 // findCollision returns the first collision of template ti with the
-// Pod's own containers, when the record does not hold ti yet. It checks
-// budget b per port and container of the Pod and, once b is spent,
-// reports none: the caller answers budget-exceeded.
-func findCollision(pl *plan, ti int, p *pod, r *record, b *budget) (conflict, bool) {
+// Pod's containers that are not graft's (s.initOwn, s.ctrOwn: judge ran),
+// whatever the Pod's record says: graft's record is never evidence. An
+// env var that is graft's render of the template's is graft's, no
+// collision. It checks budget b per port and container of the Pod and,
+// once b is spent, reports none: the caller answers budget-exceeded.
+func findCollision(pl *plan, ti int, p *pod, s *scratch, b *budget) (conflict, bool) {
 	t := &pl.tmpls[ti]
-	if r.find(t.name) >= 0 {
-		return conflict{}, false
+	graftPort := func(pt *port) bool {
+		if pt.init {
+			return s.initOwn[pt.container] >= 0
+		}
+		return s.ctrOwn[pt.container] >= 0
 	}
 	appName := func(pt *port) string {
 		if pt.init {
@@ -185,6 +193,7 @@ func findCollision(pl *plan, ti int, p *pod, r *record, b *budget) (conflict, bo
 		}
 		return p.containers[pt.container].name
 	}
+	c := conflict{tmpl: ti, template: t.name}
 	for i := range t.ports {
 		gp := &t.ports[i]
 		for j := range p.ports {
@@ -192,15 +201,16 @@ func findCollision(pl *plan, ti int, p *pod, r *record, b *budget) (conflict, bo
 				return conflict{}, false
 			}
 			pt := &p.ports[j]
-			app := appName(pt)
-			if r.owns(kContainers, app) {
+			if graftPort(pt) {
 				continue
 			}
 			if pt.number == gp.number && sameProtocol(pt.protocol, gp.protocol) {
-				return conflict{kind: collidePort, tmpl: ti, app: app, graft: gp.container, number: gp.number, what: gp.protocol}, true
+				c.kind, c.app, c.graft, c.number, c.what = collidePort, appName(pt), gp.container, gp.number, gp.protocol
+				return c, true
 			}
 			if gp.name != "" && pt.name == gp.name {
-				return conflict{kind: collidePortName, tmpl: ti, app: app, graft: gp.container, what: gp.name}, true
+				c.kind, c.app, c.graft, c.what = collidePortName, appName(pt), gp.container, gp.name
+				return c, true
 			}
 		}
 	}
@@ -209,16 +219,18 @@ func findCollision(pl *plan, ti int, p *pod, r *record, b *budget) (conflict, bo
 			if b.spent() {
 				return conflict{}, false
 			}
-			if c := &p.containers[ci]; !r.owns(kContainers, c.name) && runsAs(c.uid, p.uid, ru.uid) {
-				return conflict{kind: collideUID, tmpl: ti, app: c.name, graft: ru.container, number: ru.uid, pod: !c.uid.set}, true
+			if a := &p.containers[ci]; s.ctrOwn[ci] < 0 && runsAs(a.uid, p.uid, ru.uid) {
+				c.kind, c.app, c.graft, c.number, c.pod = collideUID, a.name, ru.container, ru.uid, !a.uid.set
+				return c, true
 			}
 		}
 		for ci := range p.initContainers {
 			if b.spent() {
 				return conflict{}, false
 			}
-			if c := &p.initContainers[ci]; !r.owns(kContainers, c.name) && runsAs(c.uid, p.uid, ru.uid) {
-				return conflict{kind: collideUID, tmpl: ti, app: c.name, graft: ru.container, number: ru.uid, pod: !c.uid.set}, true
+			if a := &p.initContainers[ci]; s.initOwn[ci] < 0 && runsAs(a.uid, p.uid, ru.uid) {
+				c.kind, c.app, c.graft, c.number, c.pod = collideUID, a.name, ru.container, ru.uid, !a.uid.set
+				return c, true
 			}
 		}
 	}
@@ -226,25 +238,41 @@ func findCollision(pl *plan, ti int, p *pod, r *record, b *budget) (conflict, bo
 		if b.spent() {
 			return conflict{}, false
 		}
-		c := &p.containers[ci]
-		if r.owns(kContainers, c.name) {
+		a := &p.containers[ci]
+		if s.ctrOwn[ci] >= 0 {
 			continue
 		}
-		env := p.envNames[c.envFrom:c.envTo]
+		env := p.envNames[a.envFrom:a.envTo]
 		for i := range pl.appEnv {
-			if el := &pl.appEnv[i]; el.tmpl == ti && !el.overridable && contains(env, el.name) {
-				return conflict{kind: collideEnv, tmpl: ti, app: c.name, what: el.name}, true
+			el := &pl.appEnv[i]
+			if el.tmpl != ti || el.overridable {
+				continue
+			}
+			if j := index(env, el.name); j >= 0 && !appEnvIsGraft(el, p.envRaw[a.envFrom+j], p, b) {
+				c.kind, c.app, c.what = collideEnv, a.name, el.name
+				return c, true
 			}
 		}
-		for _, m := range p.mounts[c.mountsFrom:c.mountsTo] {
+		for _, m := range p.mounts[a.mountsFrom:a.mountsTo] {
 			for i := range pl.appMount {
 				if el := &pl.appMount[i]; el.tmpl == ti && m.path == el.mountPath && m.name != el.name {
-					return conflict{kind: collideMount, tmpl: ti, app: c.name, what: m.path, name: m.name, graft: el.name}, true
+					c.kind, c.app, c.what, c.name, c.graft = collideMount, a.name, m.path, m.name, el.name
+					return c, true
 				}
 			}
 		}
 	}
 	return conflict{}, false
+}
+
+// index returns the index of name in list, or -1.
+func index(list []string, name string) int {
+	for i, n := range list {
+		if n == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // runsAs reports whether a container with own runs as u, its own uid

@@ -32,18 +32,21 @@ const (
 	InvalidUseDefault InvalidParamsMode = "default"
 )
 
-// ConflictMode says how a profile answers a Pod that already holds a
-// container, init container or volume named like one a template injects,
-// which graft did not inject (graft.dev/status does not name it).
+// ConflictMode says how a profile answers a Pod that holds a container,
+// init container or volume named like one a template graft serves
+// renders, which is not graft's render for the Pod (whatever
+// graft.dev/status says), or whose containers collide with what a
+// template adds.
 type ConflictMode string
 
 const (
 	// ConflictDeny refuses the Pod, naming the object, the template and
 	// this option.
 	ConflictDeny ConflictMode = "deny"
-	// ConflictKeep admits the Pod with a warning and injects nothing of
-	// that template: its other parts may depend on the object it meant
-	// to add (a volume its sidecar and the app containers mount).
+	// ConflictKeep admits the Pod with a warning, leaves the Pod's object
+	// as it is (recorded under kept in graft.dev/status) and injects
+	// nothing of that template: its other parts may depend on the object
+	// it meant to add (a volume its sidecar and the app containers mount).
 	ConflictKeep ConflictMode = "keep"
 )
 
@@ -63,10 +66,11 @@ type Profile struct {
 	OnInvalidParams InvalidParamsMode `json:"onInvalidParams,omitempty"`
 	// FailureMode defaults to "allow".
 	FailureMode FailureMode `json:"failureMode,omitempty"`
-	// OnConflict answers a Pod that already holds a container, init
-	// container or volume named like one of the templates', which graft
-	// did not inject (graft.dev/status does not name it). Defaults to
-	// "deny".
+	// OnConflict answers a Pod that holds a container, init container or
+	// volume named like one a template graft serves renders, which is not
+	// graft's render for the Pod (whatever graft.dev/status says), or
+	// whose containers collide with what a template adds (a port, a
+	// reserved uid, an env var, a mount path). Defaults to "deny".
 	OnConflict ConflictMode `json:"onConflict,omitempty"`
 	// InjectHostNetwork injects into hostNetwork Pods too (default: skip them,
 	// since a proxy or port-binding agent would share the node's network).
@@ -79,15 +83,26 @@ type Profile struct {
 	// parameter of every template the profile may inject that declares
 	// it: the profile's value, else the template's default, holds. An
 	// annotation setting another value is answered per onInvalidParams.
-	// The built-in profiles lock *.image.
+	// The built-in profiles lock what would let a Pod get out of its
+	// sidecars' reach: *.image, *.trafficRedirect, *.excludeInboundPorts,
+	// *.excludeOutboundPorts, *.endpoint, *.tls and *.address.
 	LockedParams []string `json:"lockedParams,omitempty"`
-	// AllowedImages, when not empty, are the prefixes every image graft
-	// injects must start with (the rendered containers' and init
-	// containers', whichever parameter or template text wrote them). End
-	// a registry or repository prefix with "/" or ":" so that
-	// ghcr.io/graftdev/ does not also admit ghcr.io/graftdev-copy/. A
-	// profile whose own values render another image is refused at start;
-	// a Pod whose annotations do is answered per onInvalidParams.
+	// AllowedImages, when not empty, admit every image graft injects (the
+	// rendered containers' and init containers', whichever parameter or
+	// template text wrote them). An entry admits the image it names and
+	// the images that continue it at a boundary: a "/" (a repository
+	// under it), a ":" (a tag) or an "@" (a digest).
+	// docker.io/envoyproxy/envoy admits docker.io/envoyproxy/envoy:v1.33.0
+	// and docker.io/envoyproxy/envoy@sha256:..., never
+	// docker.io/envoyproxy/envoy-evil:1; ghcr.io/graftdev/ admits every
+	// repository under ghcr.io/graftdev, and docker.io/envoyproxy/envoy:
+	// every tag. Entries and images are matched as written (docker.io is
+	// not implied). An entry must be an image reference, or one followed
+	// by "/", ":" or "@". An image that is not a reference (with "..",
+	// an empty path segment, whitespace, ...) is refused whatever this
+	// lists. A profile whose own values render an image it does not
+	// admit is refused at start; a Pod whose annotations do is answered
+	// per onInvalidParams.
 	AllowedImages []string `json:"allowedImages,omitempty"`
 	// PodSecurity bounds the Pod Security level what the profile injects
 	// may need (docs/concepts/pod-security.md).
@@ -119,6 +134,21 @@ type Config struct {
 	// patch only adds to the Pod, which etcd stores whole under its
 	// default 1.5 MiB request limit.
 	MaxPatchBytes int `json:"maxPatchBytes,omitempty"`
+}
+
+// BuiltinLocks returns the parameters every built-in profile locks: what a
+// Pod author could otherwise use to get their app out of the sidecars'
+// reach. The image, so that no Pod swaps the sidecar that runs beside
+// it; the mesh proxy's trafficRedirect (none: nothing goes through the
+// proxy) and its excluded ports (traffic on them bypasses it); where the
+// agents send what they collect and how (the telemetry and log
+// endpoints, the telemetry agent's tls), and the Vault server the
+// secrets agent presents the Pod's service account token to (address).
+// The rest (resources, log levels, the Vault role and paths, ...) is the
+// app's to tune.
+func BuiltinLocks() []string {
+	return []string{"*.image", "*.trafficRedirect", "*.excludeInboundPorts", "*.excludeOutboundPorts",
+		"*.endpoint", "*.tls", "*.address"}
 }
 
 // DefaultRevision is the name of a configuration's revision when it
@@ -240,17 +270,14 @@ func firstDuplicate(names []string) string {
 // profile of its own name; and two profiles show combinations, whose list
 // order is the injection order.
 func DefaultConfig() Config {
-	// A Pod author must not be able to swap the sidecar that runs next to
-	// their app: every profile locks every template's image.
-	locked := []string{"*.image"}
-	only := func(names ...string) Profile { return Profile{Templates: names, LockedParams: locked} }
+	only := func(names ...string) Profile { return Profile{Templates: names, LockedParams: BuiltinLocks()} }
 	return Config{
 		DefaultProfile: "enabled",
 		Profiles: map[string]Profile{
 			"enabled": {
 				Templates:        []string{"mesh-proxy"},
 				AllowedTemplates: []string{"mesh-proxy", "secrets-agent", "otel-agent", "log-shipper"},
-				LockedParams:     locked,
+				LockedParams:     BuiltinLocks(),
 			},
 			"agent":         only("agent"),
 			"mesh-proxy":    only("mesh-proxy"),

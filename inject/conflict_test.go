@@ -66,16 +66,17 @@ func TestConflicts(t *testing.T) {
 		recorded []string
 	}{
 		{"user container, deny", "agent", userContainer, DecisionDeny,
-			`Pod already has container "graft-agent", which graft did not inject; rename it, or set onConflict: keep in profile "agent" to admit such Pods without agent`, nil},
+			`Pod already has container "graft-agent", which graft did not inject: template agent renders it as an init container with restartPolicy: Always (a native sidecar); rename it, or set onConflict: keep in profile "agent" to admit such Pods without agent`, nil},
 		{"user init container, deny", "agent", userInit, DecisionDeny, `Pod already has init container "graft-agent"`, nil},
 		{"user volume, deny", "agent", userVolume, DecisionDeny, `Pod already has volume "graft-agent-run"`, nil},
 		{"user container, keep", "keep", userContainer, DecisionInject,
 			`graft: template agent not injected: the Pod already has container "graft-agent", which graft did not inject`, nil},
 		{"user volume, keep", "keep", userVolume, DecisionInject, `the Pod already has volume "graft-agent-run"`, nil},
-		{"named by the status: graft's own", "agent", func(p map[string]any) {
+		// A record is no evidence: the container is not graft's render.
+		{"named by a status, not graft's", "agent", func(p map[string]any) {
 			userInit(p)
 			setStatusAnnotation(`{"version":2,"templates":[{"name":"other","revision":"default","digest":"x","initContainers":["graft-agent"]}]}`)(p)
-		}, DecisionInject, "", []string{"other", "agent"}},
+		}, DecisionDeny, `Pod already has init container "graft-agent", which graft did not inject: its image differs from template agent's`, nil},
 		{"a version 1 status names it: upgraded", "agent", func(p map[string]any) {
 			userVolume(p)
 			setStatusAnnotation(`{"templates":["agent"],"volumes":["graft-agent-run"]}`)(p)

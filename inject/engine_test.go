@@ -219,7 +219,7 @@ func TestCachedPlanOutlivesTheBody(t *testing.T) {
 	}
 	meta := rv["request"].(map[string]any)["object"].(map[string]any)["metadata"].(map[string]any)
 	meta["annotations"].(map[string]any)["graft.dev/templates"] = "mesh-proxy,otel-agent"
-	meta["annotations"].(map[string]any)["graft.dev/otel-agent.endpoint"] = "collector:4317"
+	meta["annotations"].(map[string]any)["graft.dev/otel-agent.serviceNameLabel"] = "app.example.com/name"
 	body, _ := json.Marshal(rv)
 	first := bytes.Clone(body)
 	if _, _, err := e.Admit(nil, first, Options{}); err != nil {
@@ -237,15 +237,15 @@ func TestCachedPlanOutlivesTheBody(t *testing.T) {
 	}
 	found := false
 	for _, p := range ex.Params {
-		if p.Template == "otel-agent" && p.Param == "endpoint" {
+		if p.Template == "otel-agent" && p.Param == "serviceNameLabel" {
 			found = true
-			if p.Value != "collector:4317" || p.Source != "annotation" {
-				t.Errorf("otel-agent.endpoint = %q from %s, want collector:4317 from annotation", p.Value, p.Source)
+			if p.Value != "app.example.com/name" || p.Source != "annotation" {
+				t.Errorf("otel-agent.serviceNameLabel = %q from %s, want app.example.com/name from annotation", p.Value, p.Source)
 			}
 		}
 	}
 	if !found {
-		t.Errorf("no otel-agent.endpoint in %+v", ex.Params)
+		t.Errorf("no otel-agent.serviceNameLabel in %+v", ex.Params)
 	}
 }
 

@@ -36,6 +36,13 @@ type Explanation struct {
 	// Absent lists the containers the status says graft injected that the
 	// Pod does not hold (audit: spoofed, or removed after admission).
 	Absent []string
+	// Foreign lists the Pod's objects named like those of templates the
+	// plan does not inject, e.g. `container "graft-secrets-agent" (...)`:
+	// each a conflict.
+	Foreign []string
+	// Reserved names the first annotation or label in graft's domains the
+	// Pod may not set, e.g. `annotation redirect.graft.dev/mode`.
+	Reserved []string
 }
 
 // Template states, as TemplateState.State reports them.
@@ -50,8 +57,9 @@ const (
 	// StateMissing: the status does not record it: graft would inject it.
 	StateMissing = "missing"
 	// StateConflict: the Pod holds an object named like one of the
-	// template's that the status does not name (graft did not inject
-	// it): denied, or the template left out under onConflict: keep.
+	// template's that is not graft's render of it, or one that collides
+	// with what the template adds: denied, or the template left out under
+	// onConflict: keep.
 	StateConflict = "conflict"
 )
 
@@ -66,10 +74,14 @@ type TemplateState struct {
 	Recorded *TemplateStatus
 	// Conflict names the conflicting object, e.g. `container "graft-proxy"`.
 	Conflict string
+	// Why says why an object of the template's name is not graft's, e.g.
+	// `its securityContext differs from template mesh-proxy's`.
+	Why string
 }
 
-// explainStatus fills ex's Status, Plan and Absent for p under pl.
-func explainStatus(ex *Explanation, pl *plan, p *pod) {
+// explainStatus fills ex's Status, Plan and Absent for p under pl, with
+// ix the names graft's templates render.
+func explainStatus(ex *Explanation, pl *plan, p *pod, ix *sidecarIndex, podRevision bool) {
 	var r record
 	if raw, ok := p.annotation(names.Status); ok {
 		value, plain, err := appendUnescaped(nil, raw)
@@ -84,6 +96,10 @@ func explainStatus(ex *Explanation, pl *plan, p *pod) {
 			_ = r.parse(string(value), plain) // ParseStatus read it
 		}
 	}
+	// What of the Pod is graft's, as merge would judge it.
+	js := &scratch{cur: &r}
+	js.judge(pl, ix, p, &budget{})
+	js.skipped = resetBools(nil, len(pl.tmpls))
 	for ti := range pl.tmpls {
 		t := &pl.tmpls[ti]
 		ts := TemplateState{Name: t.name, Revision: t.revision, Digest: t.digest, State: StateMissing}
@@ -96,13 +112,20 @@ func explainStatus(ex *Explanation, pl *plan, p *pod) {
 			}
 		}
 		if ts.State != StateStale {
-			if c, found := findConflict(pl, ti, p, &r); found {
-				ts.State, ts.Conflict = StateConflict, c.object+` "`+c.name+`"`
-			} else if c, found := findCollision(pl, ti, p, &r, &budget{}); found {
+			if c := js.named[ti]; c.object != "" {
+				ts.State, ts.Conflict, ts.Why = StateConflict, c.object+` "`+c.name+`"`, string(appendWhyNot(nil, &c))
+			} else if c, found := findCollision(pl, ti, p, js, &budget{}); found {
 				ts.State, ts.Conflict = StateConflict, string(appendCollision(nil, &c, t.name, false))
 			}
 		}
 		ex.Plan = append(ex.Plan, ts)
+	}
+	for i := range js.foreign {
+		c := &js.foreign[i]
+		ex.Foreign = append(ex.Foreign, c.object+` "`+c.name+`" (`+string(appendWhyNot(nil, c))+`)`)
+	}
+	if c, found := js.reservedKey(pl, p, podRevision); found {
+		ex.Reserved = append(ex.Reserved, c.object+" "+c.name)
 	}
 	if ex.Status != nil {
 		for _, n := range ex.Status.Injected {

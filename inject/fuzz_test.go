@@ -51,6 +51,9 @@ func FuzzAdmit(f *testing.F) {
 	cfg := goldenConfig()
 	cfg.MaxPatchBytes = 16 << 10
 	e := newTestEngine(f, cfg)
+	// graft's own sidecar in the Pod: what the comparison with graft's
+	// render reads (own.go, compare.go).
+	f.Add(injectedReview(f, e, small))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		resp, res, err := e.Admit(nil, body, Options{})
 		if err != nil {

@@ -19,6 +19,13 @@ var update = flag.Bool("update", false, "rewrite inject/testdata/golden/*.golden
 // the default so built-in catalogue changes do not churn every golden.
 func goldenConfig() Config {
 	cfg := DefaultConfig()
+	// The corpus sets the built-in templates' parameters, the ones the
+	// shipped profiles lock beyond images too: here they lock images only
+	// (guard_test.go holds the shipped locks).
+	for name, p := range cfg.Profiles {
+		p.LockedParams = []string{"*.image"}
+		cfg.Profiles[name] = p
+	}
 	cfg.DefaultProfile = "agent"
 	cfg.Profiles["agent"] = Profile{Templates: []string{"agent"}}
 	cfg.Profiles["lenient"] = Profile{Templates: []string{"agent"}, OnInvalidParams: InvalidUseDefault}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/graftdev/graft/internal/imageref"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -32,8 +33,8 @@ func (p *Profile) checkGuards() error {
 		return fmt.Errorf("lockedParams: %q listed twice", dup)
 	}
 	for _, a := range p.AllowedImages {
-		if strings.TrimSpace(a) != a || a == "" {
-			return fmt.Errorf("allowedImages: %q: want an image prefix without spaces", a)
+		if err := imageref.CheckEntry(a); err != nil {
+			return fmt.Errorf("allowedImages: %q: want an image reference, or one ending in '/', ':' or '@': %w", a, err)
 		}
 	}
 	if dup := firstDuplicate(p.AllowedImages); dup != "" {
@@ -102,7 +103,7 @@ func LevelRule(tmpl, param, val string, need, max templates.Level, profile strin
 		tmpl, param, val, need, profile, max)
 }
 
-// imageError is a rendered container whose image no prefix of the
+// imageError is a rendered container whose image no entry of the
 // profile's allowedImages admits. Like a *templates.RenderError it depends
 // on the values rendered, so the engine blames the annotations that set
 // them.
@@ -117,8 +118,9 @@ func (e *imageError) Error() string {
 }
 
 // checkImages returns an *imageError for the first container or init
-// container of pl whose image starts with none of allowed; nil when
-// allowed is empty (any image).
+// container of pl whose image none of allowed admits (imageref.Admits:
+// an entry matches up to '/', ':' or '@'); nil when allowed is empty
+// (any image). Render refused images that are not references already.
 func checkImages(pl *plan, allowed []string) error {
 	if len(allowed) == 0 {
 		return nil
@@ -138,10 +140,10 @@ func checkImages(pl *plan, allowed []string) error {
 	return nil
 }
 
-// imageAllowed reports whether img starts with one of the prefixes.
-func imageAllowed(img string, prefixes []string) bool {
-	for _, p := range prefixes {
-		if strings.HasPrefix(img, p) {
+// imageAllowed reports whether an entry of allowed admits img.
+func imageAllowed(img string, allowed []string) bool {
+	for _, a := range allowed {
+		if imageref.Admits(a, img) {
 			return true
 		}
 	}

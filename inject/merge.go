@@ -42,9 +42,10 @@ type mergeOutcome uint8
 const (
 	// mergeDone: s.edits hold what to add (none: nothing to do).
 	mergeDone mergeOutcome = iota
-	// mergeConflict: the Pod holds an object named like one graft
-	// injects that graft did not inject, and the profile denies such
-	// Pods; s.conflict says which.
+	// mergeConflict: the Pod holds an object named like one of graft's
+	// that is not graft's render, a collision, or a key in graft's
+	// domains it may not set, and the profile denies such Pods (a key:
+	// every profile); s.conflict says which.
 	mergeConflict
 	// mergeUpgrade: graft.dev/status records a template at another
 	// revision or digest than the plan's, or is version 1 (upgrade.go).
@@ -54,15 +55,22 @@ const (
 	mergeRepair
 )
 
-// conflict is an object of the Pod named like one of a template's that
-// graft did not inject, or a collision (collide.go) of what a template
-// adds with what the Pod's own containers use.
+// conflict is an object of the Pod named like one of graft's that is
+// not graft's (own.go), a collision (collide.go) of what a template adds
+// with what the Pod's own containers use, or a key in graft's domains the
+// Pod may not set (reserved.go).
 type conflict struct {
-	object string // "container", "init container" or "volume"
+	object string // "container", "init container", "volume", "annotation" or "label"
 	name   string
-	tmpl   int // plan.tmpls index
-	// kind is the collision; collideNone for a name (object, name).
-	kind collisionKind
+	tmpl   int // plan.tmpls index; -1: a template the plan does not inject
+	// template names the template: pl.tmpls[tmpl], or the one whose name
+	// the object takes.
+	template string
+	// kind is the collision; collideNone for a name (why says why it is
+	// not graft's, and field where it differs), collideReserved for a key.
+	kind  collisionKind
+	why   whyNot
+	field string
 	// app is the Pod's container; graft the template's container (or
 	// volume, for a mount); what the port's protocol, the port name, the
 	// env var or the mount path; number the port or uid; pod says the
@@ -72,35 +80,66 @@ type conflict struct {
 	pod              bool
 }
 
+// mergeOptions are what merge needs of the profile and the engine.
+type mergeOptions struct {
+	// keep: onConflict: keep (else deny).
+	keep bool
+	// repairs: check graft's own sidecars are as it injected them.
+	repairs bool
+	// podRevision: a Pod may carry the label graft.dev/rev.
+	podRevision bool
+	// names are the names the templates graft serves render.
+	names *sidecarIndex
+}
+
 // merge computes what pl adds to p, into s.edits and s.inserts, and the
-// status to write (s.statusOut). It never removes or replaces anything but
-// graft's own status annotation, and matches by name (volume mounts also
-// by path), so a second call after any other mutator adds only what is
-// missing. Whether an object of graft's name is graft's own is what the
-// Pod's graft.dev/status says: one it does not name is a conflict, denied,
-// or with keep the whole template is left out. With repairs set, merge
-// also checks graft's own sidecars are as it injected them.
-func merge(pl *plan, keep, repairs bool, p *pod, s *scratch, cache *recordCache) mergeOutcome {
+// status to write (s.statusOut). It never removes anything, and replaces
+// only graft's own: its status, its injected label, and the keys in
+// graft's domains its templates render. It matches by name (volume
+// mounts also by path), so a second call after any other mutator adds
+// only what is missing. Whether an object of graft's name is graft's is
+// what it holds (own.go), never what graft.dev/status says: one that is
+// not is a conflict, denied, or with keep the whole template is left out.
+// The status only says which revision graft injected before (an older
+// one is upgraded) and is kept current. With o.repairs set, merge also
+// checks graft's own sidecars are as it injected them.
+func merge(pl *plan, o mergeOptions, p *pod, s *scratch, cache *recordCache) mergeOutcome {
 	s.readRecord(p, cache)
 	r := s.cur
 	if needsUpgrade(pl, r) {
 		return mergeUpgrade
 	}
+	s.judge(pl, o.names, p, &s.budget)
 	s.skipped = resetBools(s.skipped, len(pl.tmpls))
 	for ti := range pl.tmpls {
-		c, found := findConflict(pl, ti, p, r)
-		if !found && !contains(s.replaced, pl.tmpls[ti].name) {
-			c, found = findCollision(pl, ti, p, r, &s.budget)
+		c, found := s.named[ti], s.named[ti].object != ""
+		if !found {
+			c, found = findCollision(pl, ti, p, s, &s.budget)
+		}
+		if s.budget.over {
+			return mergeDone // admit answers budget-exceeded
 		}
 		if !found {
 			continue
 		}
-		if !keep {
+		if !o.keep {
 			s.conflict = c
 			return mergeConflict
 		}
 		s.skipped[ti] = true
-		s.notices = append(s.notices, notice{kind: noticeConflict, object: c.object, name: c.name, template: pl.tmpls[ti].name, conflict: c})
+		s.notices = append(s.notices, notice{kind: noticeConflict, object: c.object, name: c.name, template: c.template, conflict: c})
+	}
+	for i := range s.foreign {
+		c := &s.foreign[i]
+		if !o.keep {
+			s.conflict = *c
+			return mergeConflict
+		}
+		s.notices = append(s.notices, notice{kind: noticeConflict, object: c.object, name: c.name, template: c.template, conflict: *c})
+	}
+	if c, found := s.reservedKey(pl, p, o.podRevision); found {
+		s.conflict = c
+		return mergeConflict
 	}
 	s.added, s.addedAny = resetBools(s.added, len(pl.byRef)), false
 
@@ -162,13 +201,13 @@ func merge(pl *plan, keep, repairs bool, p *pod, s *scratch, cache *recordCache)
 	})
 
 	// Every app container, including ones another mutator added since;
-	// graft's own containers are those the status names.
+	// graft's own containers are those that hold graft's render.
 	for ci := range p.containers {
 		if s.budget.spent() {
 			break // admit answers budget-exceeded
 		}
 		c := &p.containers[ci]
-		if r.owns(kContainers, c.name) {
+		if s.ctrOwn[ci] >= 0 {
 			continue
 		}
 		env := p.envNames[c.envFrom:c.envTo]
@@ -179,20 +218,21 @@ func merge(pl *plan, keep, repairs bool, p *pod, s *scratch, cache *recordCache)
 		s.appendMissingMounts(ci, c, mounts, pl.appMount)
 	}
 
-	// Metadata: template annotations and labels only when absent; the
-	// status annotation is graft's own and kept current. It records every
+	// Metadata: the templates' annotations and labels, graft's own value
+	// for a key in graft's domains, else only where absent; the status
+	// annotation is graft's own and kept current. It records every
 	// addition, so it is written once they are all known.
-	s.markMissing(pl.annotations, p.annotationKeys)
-	s.markMissing(pl.labels[:pl.injectedAt], p.labelKeys)
+	s.markRendered(pl, pl.annotations, p.annotationKeys)
+	s.markRendered(pl, pl.labels[:pl.injectedAt], p.labelKeys)
 	injected, replaceInjected := s.markInjected(pl, p)
 	s.podResourceAdds(pl, p)
 	// A status graft wrote, to which this request adds nothing, stays.
-	unchanged := s.curCanonical && !s.addedAny && s.recordsAll(pl)
+	unchanged := s.curCanonical && !s.addedAny && !s.ownedAny && len(s.keptObjs) == 0 && s.recordFits(pl)
 	if !unchanged {
 		s.statusOut = s.appendRecord(s.statusOut[:0], r, pl, p)
 	}
 	e := s.beginEdit(tAnnotations, 0, p.annotations, 0)
-	s.addMarked(pl.annotations)
+	s.addMarked(pl.annotations, p.annotationKeys)
 	switch {
 	case !s.hasStatus:
 		s.inserts = append(s.inserts, insert{ref: pl.status.ref})
@@ -201,27 +241,45 @@ func merge(pl *plan, keep, repairs bool, p *pod, s *scratch, cache *recordCache)
 	}
 	s.endEdit(e)
 	e = s.beginEdit(tLabels, 0, p.labels, 0)
-	s.addMarked(pl.labels[:pl.injectedAt])
+	s.addMarked(pl.labels[:pl.injectedAt], p.labelKeys)
 	if injected != nil {
 		s.inserts = append(s.inserts, insert{ref: injected.ref, replace: replaceInjected})
 	}
 	s.endEdit(e)
 
-	if repairs && s.needsRepair(pl, p) {
+	if o.repairs && s.needsRepair(pl, p) {
 		return mergeRepair
 	}
 	return mergeDone
 }
 
-// markMissing marks added each element of els whose key have lacks.
-func (s *scratch) markMissing(els []element, have []kv) {
+// markRendered marks added each element of els (annotations or labels)
+// of a template this request injects that the Pod lacks, or, for a key
+// in graft's domains, holds with another value: graft's value is the only
+// one such a key may have. One the Pod holds with graft's value is
+// graft's.
+func (s *scratch) markRendered(pl *plan, els []element, have []kv) {
 	for i := range els {
 		el := &els[i]
-		if _, ok := lookup(have, el.name); !ok && !s.skipped[el.tmpl] {
+		if s.skipped[el.tmpl] {
+			continue
+		}
+		v, ok := lookup(have, el.name)
+		switch {
+		case !ok:
+			s.added[el.ref], s.addedAny = true, true
+		case !names.Reserved(el.name):
+			// Another domain's key: the Pod's value stays.
+		case sameContent(v, rawContent(el.raw)):
+			s.own(pl, el)
+		default:
 			s.added[el.ref], s.addedAny = true, true
 		}
 	}
 }
+
+// rawContent is a quoted JSON string's content.
+func rawContent(quoted []byte) string { return b2s(quoted[1 : len(quoted)-1]) }
 
 // markInjected marks added the graft.dev/injected label when the Pod
 // lacks it or holds another value (then replace is set), and this request
@@ -255,11 +313,12 @@ func (s *scratch) markInjected(pl *plan, p *pod) (el *element, replace bool) {
 }
 
 // addMarked inserts into the open map edit each element of els that
-// merge marked added.
-func (s *scratch) addMarked(els []element) {
+// merge marked added, replacing the value of a key the Pod has.
+func (s *scratch) addMarked(els []element, have []kv) {
 	for i := range els {
-		if s.added[els[i].ref] {
-			s.inserts = append(s.inserts, insert{ref: els[i].ref})
+		if el := &els[i]; s.added[el.ref] {
+			_, replace := lookup(have, el.name)
+			s.inserts = append(s.inserts, insert{ref: el.ref, replace: replace})
 		}
 	}
 }
@@ -270,12 +329,23 @@ func (s *scratch) add(pos, ref int) {
 	s.added[ref], s.addedAny = true, true
 }
 
-// recordsAll reports whether the status has an entry for every template
-// of pl this request does not leave out.
-func (s *scratch) recordsAll(pl *plan) bool {
-	for ti := range pl.tmpls {
-		if !s.skipped[ti] && s.cur.find(pl.tmpls[ti].name) < 0 {
+// recordFits reports whether the record has an entry for every template
+// of pl, which this request injects all of, and none for another
+// template (which it would drop), nor a kept list (which it writes anew).
+func (s *scratch) recordFits(pl *plan) bool {
+	r := s.cur
+	if len(r.kept) > 0 {
+		return false
+	}
+	for i := range r.entries {
+		ti := pl.templateIndex(r.entries[i].name)
+		if ti < 0 || s.skipped[ti] || r.find(r.entries[i].name) != i {
 			return false
+		}
+	}
+	for ti := range pl.tmpls {
+		if s.skipped[ti] || r.find(pl.tmpls[ti].name) < 0 {
+			return false // a skipped template gets a kept entry
 		}
 	}
 	return true
@@ -297,32 +367,6 @@ func needsUpgrade(pl *plan, r *record) bool {
 		}
 	}
 	return false
-}
-
-// findConflict returns the first object of template ti's that the Pod
-// holds and the record does not name.
-func findConflict(pl *plan, ti int, p *pod, r *record) (conflict, bool) {
-	for _, l := range [...][]element{pl.inits, pl.sidecars} {
-		for i := range l {
-			el := &l[i]
-			if el.tmpl != ti || r.owns(kContainers, el.name) {
-				continue
-			}
-			if p.hasInit(el.name) {
-				return conflict{object: "init container", name: el.name, tmpl: ti}, true
-			}
-			if p.hasContainer(el.name) {
-				return conflict{object: "container", name: el.name, tmpl: ti}, true
-			}
-		}
-	}
-	for i := range pl.volumes {
-		el := &pl.volumes[i]
-		if el.tmpl == ti && contains(p.volumes, el.name) && !r.owns(kVolumes, el.name) {
-			return conflict{object: "volume", name: el.name, tmpl: ti}, true
-		}
-	}
-	return conflict{}, false
 }
 
 // statusCurrent reports whether the Pod's status is the one to write:

@@ -24,6 +24,9 @@ type engineState struct {
 	// maxAnnotations is maxAnnotationBytes (tests lift it to measure the
 	// injection of Pods past it).
 	maxAnnotations int
+	// sidecars are the names every template graft serves renders: the
+	// engine's set's, or with Revisions every revision's (own.go).
+	sidecars sidecarIndex
 }
 
 type profileState struct {
@@ -64,6 +67,7 @@ func New(cfg Config, set *templates.Set, opts ...EngineOption) (*Engine, error) 
 	st.podShapes.m = make(map[string][]*patchRecipe)
 	st.plans.m = make(map[string]*planEntry)
 	st.records.m = make(map[string]*readStatus)
+	st.sidecars = newSidecarIndex(TemplateSidecars(set))
 	for name, p := range cfg.Profiles {
 		ps := &profileState{name: name, cfg: p}
 		var err error

@@ -53,23 +53,69 @@ func (n *notice) appendKeptWhy(dst []byte) []byte {
 	return append(dst, `", which graft did not inject`...)
 }
 
-// conflictMessage is the deny message for c under profile ps.
-func conflictMessage(dst []byte, c conflict, pl *plan, profile string) []byte {
-	tmpl := pl.tmpls[c.tmpl].name
-	if c.kind != collideNone {
-		dst = appendCollision(dst, &c, tmpl, false)
-		dst = append(dst, `; change it, or set onConflict: keep in profile "`...)
+// conflictMessage is the deny message for c under profile. Each message
+// is written in one run of appends in a block of its own, its variable
+// part computed first, so that the docs' quotes of it can be checked
+// against the code (internal/refdocs reads such runs as messages).
+func conflictMessage(dst []byte, c conflict, profile string) []byte {
+	var buf [256]byte
+	if c.kind == collideReserved {
+		return appendReserved(dst, &c)
+	}
+	if c.kind == collideNone {
+		why := appendWhyNot(buf[:0], &c)
+		dst = append(dst, "Pod already has "...)
+		dst = append(dst, c.object...)
+		dst = append(dst, ` "`...)
+		dst = append(dst, c.name...)
+		dst = append(dst, `", which graft did not inject: `...)
+		dst = append(dst, why...)
+		dst = append(dst, `; rename it, or set onConflict: keep in profile "`...)
 		dst = append(dst, profile...)
 		dst = append(dst, `" to admit such Pods without `...)
-		return append(dst, tmpl...)
+		dst = append(dst, c.template...)
+		return dst
 	}
-	dst = append(dst, "Pod already has "...)
-	dst = append(dst, c.object...)
-	dst = append(dst, ` "`...)
-	dst = append(dst, c.name...)
-	dst = append(dst, `", which graft did not inject; rename it, or set onConflict: keep in profile "`...)
+	collision := appendCollision(buf[:0], &c, c.template, false)
+	dst = append(dst, collision...)
+	dst = append(dst, `; change it, or set onConflict: keep in profile "`...)
 	dst = append(dst, profile...)
 	dst = append(dst, `" to admit such Pods without `...)
-	dst = append(dst, tmpl...)
+	dst = append(dst, c.template...)
+	return dst
+}
+
+// appendWhyNot appends why an object named like graft's is not graft's.
+func appendWhyNot(dst []byte, c *conflict) []byte {
+	if c.why == notPlanned {
+		dst = append(dst, "template "...)
+		dst = append(dst, c.template...)
+		dst = append(dst, " renders that name, and graft does not inject it into this Pod"...)
+		return dst
+	}
+	if c.why == misplaced && c.field == "" { // the plan renders it in spec.containers
+		dst = append(dst, "template "...)
+		dst = append(dst, c.template...)
+		dst = append(dst, " renders it as a container"...)
+		return dst
+	}
+	if c.why == misplaced {
+		dst = append(dst, "template "...)
+		dst = append(dst, c.template...)
+		dst = append(dst, " renders it as an init container"...)
+		dst = append(dst, c.field...)
+		return dst
+	}
+	if c.field == "" {
+		dst = append(dst, "it differs from template "...)
+		dst = append(dst, c.template...)
+		dst = append(dst, "'s"...)
+		return dst
+	}
+	dst = append(dst, "its "...)
+	dst = append(dst, c.field...)
+	dst = append(dst, " differs from template "...)
+	dst = append(dst, c.template...)
+	dst = append(dst, "'s"...)
 	return dst
 }

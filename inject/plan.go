@@ -89,6 +89,12 @@ type element struct {
 	token tokenSplice
 	// overridable: an app env var app containers may set themselves.
 	overridable bool
+	// kind is the status list that records the element.
+	kind listKind
+	// render is a container's, volume's or app env var's render as the
+	// API server stores it: what the Pod's object of its name must be
+	// to be graft's (own.go).
+	render *rnode
 }
 
 // templateIndex returns the index in pl.tmpls of the template called
@@ -167,22 +173,26 @@ func buildPlan(id uint32, revision string, tmpls []*templates.Template, params m
 			digest: templateDigest(t, params[name]), placement: t.Placement, form: formOf(name + revision)})
 		groups := []struct {
 			kind string
+			list listKind
 			in   []templates.Element
 			out  *[]element
 		}{
-			{"container", f.Containers, &pl.sidecars},
-			{"container", f.InitContainers, &pl.inits},
-			{"volume", f.Volumes, &pl.volumes},
-			{"imagePullSecret", f.ImagePullSecrets, &pl.secrets},
-			{"env", f.AppEnv, &pl.appEnv},
-			{"volumeMount", f.AppVolumeMounts, &pl.appMount},
+			{"container", kContainers, f.Containers, &pl.sidecars},
+			{"container", kInits, f.InitContainers, &pl.inits},
+			{"volume", kVolumes, f.Volumes, &pl.volumes},
+			{"imagePullSecret", kSecrets, f.ImagePullSecrets, &pl.secrets},
+			{"env", numKinds, f.AppEnv, &pl.appEnv},
+			{"volumeMount", numKinds, f.AppVolumeMounts, &pl.appMount},
 		}
 		for gi, g := range groups {
 			for _, el := range g.in {
 				if err := claim(g.kind, el.Name, name); err != nil {
 					return nil, err
 				}
-				e := element{name: el.Name, mountPath: el.MountPath, raw: el.Raw, tmpl: ti}
+				e := element{name: el.Name, mountPath: el.MountPath, raw: el.Raw, tmpl: ti, kind: g.list}
+				if e.render, err = renderOf(g.kind, el.Raw); err != nil {
+					return nil, fmt.Errorf("template %s: %s %s: %w", name, g.kind, el.Name, err)
+				}
 				if gi == 1 {
 					e.placement = t.Placement
 					e.sidecar = restartsAlways(el.Raw)
@@ -199,18 +209,18 @@ func buildPlan(id uint32, revision string, tmpls []*templates.Template, params m
 			if err := claim("annotation", a.Key, name); err != nil {
 				return nil, err
 			}
-			pl.annotations = append(pl.annotations, element{name: a.Key, raw: quoteJSON(a.Value), tmpl: ti})
+			pl.annotations = append(pl.annotations, element{name: a.Key, raw: quoteJSON(a.Value), tmpl: ti, kind: kAnnotations})
 		}
 		for _, l := range f.Labels {
 			if err := claim("label", l.Key, name); err != nil {
 				return nil, err
 			}
-			pl.labels = append(pl.labels, element{name: l.Key, raw: quoteJSON(l.Value), tmpl: ti})
+			pl.labels = append(pl.labels, element{name: l.Key, raw: quoteJSON(l.Value), tmpl: ti, kind: kLabels})
 		}
 	}
 	pl.injectedAt = len(pl.labels)
 	for ti := range tmpls {
-		pl.labels = append(pl.labels, element{name: names.Injected, raw: quoteJSON(revision), tmpl: ti})
+		pl.labels = append(pl.labels, element{name: names.Injected, raw: quoteJSON(revision), tmpl: ti, kind: kLabels})
 	}
 	pl.status = element{name: names.Status, tmpl: -1}
 	audit, err := json.Marshal(map[string]string{"injected-templates": strings.Join(tmplNames, ",")})

@@ -39,12 +39,16 @@ type pod struct {
 	initContainers []initContainer
 	inits          presence
 	volumes        []string
-	vols           presence
-	pullSecrets    []string
-	secrets        presence
+	// volumeRaw is each volume's JSON, by the index of volumes.
+	volumeRaw   []string
+	vols        presence
+	pullSecrets []string
+	secrets     presence
 
-	// names and mounts back the per-container env and volumeMounts lists.
+	// envNames, envRaw and mounts back the per-container env (names, and
+	// each variable's JSON) and volumeMounts lists.
 	envNames []string
+	envRaw   []string
 	mounts   []mount
 	// ports back every container's and init container's ports; uid is
 	// the Pod securityContext's runAsUser (collide.go).
@@ -61,7 +65,9 @@ type pod struct {
 type kv struct{ key, value string }
 
 type container struct {
-	name                  string
+	name string
+	// raw is the container's JSON (own.go compares it with graft's).
+	raw                   string
 	env, volumeMounts     presence
 	envFrom, envTo        int // span of pod.envNames
 	mountsFrom, mountsTo  int // span of pod.mounts
@@ -71,7 +77,9 @@ type container struct {
 }
 
 type initContainer struct {
-	name    string
+	name string
+	// raw is the container's JSON (own.go compares it with graft's).
+	raw     string
 	sidecar bool // restartPolicy: Always
 	// restart says whether restartPolicy is set (to any value).
 	restart presence
@@ -93,8 +101,10 @@ func (p *pod) reset() {
 		containers:     p.containers[:0],
 		initContainers: p.initContainers[:0],
 		volumes:        p.volumes[:0],
+		volumeRaw:      p.volumeRaw[:0],
 		pullSecrets:    p.pullSecrets[:0],
 		envNames:       p.envNames[:0],
+		envRaw:         p.envRaw[:0],
 		mounts:         p.mounts[:0],
 		ports:          p.ports[:0],
 		podReq:         p.podReq[:0],
@@ -142,6 +152,24 @@ func (p *pod) hasContainer(name string) bool {
 		if p.containers[i].name == name {
 			return true
 		}
+	}
+	return false
+}
+
+// projectedVolume reports whether the Pod has a projected volume called
+// name: the kind the ServiceAccount admission plugin adds for the token.
+func (p *pod) projectedVolume(name string) bool {
+	for i, v := range p.volumes {
+		if v != name || i >= len(p.volumeRaw) {
+			continue
+		}
+		found := false
+		sc := scanner{s: p.volumeRaw[i]}
+		err := eachKey(&sc, func(k string) error {
+			found = found || k == "projected" && sc.peek() == '{'
+			return sc.skip()
+		})
+		return err == nil && found
 	}
 	return false
 }
@@ -353,7 +381,7 @@ func parseSpec(sc *scanner, p *pod) error {
 			if p.vols = member(sc); p.vols == isNull {
 				return nil
 			}
-			return parseNamed(sc, &p.volumes)
+			return parseNamedRaw(sc, &p.volumes, &p.volumeRaw)
 		case "os":
 			if err := seen.once(6, k); err != nil {
 				return err
@@ -397,6 +425,8 @@ func parseSpec(sc *scanner, p *pod) error {
 func parseInitContainer(sc *scanner, p *pod) error {
 	var c initContainer
 	var seen keySeen
+	sc.peek()
+	start := sc.i
 	err := eachKey(sc, func(k string) error {
 		var err error
 		switch k {
@@ -434,13 +464,22 @@ func parseInitContainer(sc *scanner, p *pod) error {
 		}
 		return err
 	})
+	c.raw = sc.s[start:sc.i]
 	p.initContainers = append(p.initContainers, c)
 	return err
 }
 
 // parseNamed appends the name of each object in the array at sc.
 func parseNamed(sc *scanner, dst *[]string) error {
+	return parseNamedRaw(sc, dst, nil)
+}
+
+// parseNamedRaw is parseNamed that also appends each object's JSON to
+// raws, when not nil.
+func parseNamedRaw(sc *scanner, dst, raws *[]string) error {
 	return eachElem(sc, func() error {
+		sc.peek()
+		start := sc.i
 		var name string
 		var seen keySeen
 		err := eachKey(sc, func(k string) error {
@@ -454,6 +493,9 @@ func parseNamed(sc *scanner, dst *[]string) error {
 			return sc.skip()
 		})
 		*dst = append(*dst, name)
+		if raws != nil {
+			*raws = append(*raws, sc.s[start:sc.i])
+		}
 		return err
 	})
 }
@@ -461,6 +503,8 @@ func parseNamed(sc *scanner, dst *[]string) error {
 func parseContainer(sc *scanner, p *pod) error {
 	c := container{envFrom: len(p.envNames), envTo: len(p.envNames), mountsFrom: len(p.mounts), mountsTo: len(p.mounts)}
 	var seen keySeen
+	sc.peek()
+	start := sc.i
 	err := eachKey(sc, func(k string) error {
 		var err error
 		switch k {
@@ -474,7 +518,7 @@ func parseContainer(sc *scanner, p *pod) error {
 			}
 			if c.env = member(sc); c.env == present {
 				c.envFrom = len(p.envNames)
-				err = parseNamed(sc, &p.envNames)
+				err = parseNamedRaw(sc, &p.envNames, &p.envRaw)
 				c.envTo = len(p.envNames)
 			}
 		case "volumeMounts":
@@ -501,6 +545,7 @@ func parseContainer(sc *scanner, p *pod) error {
 	})
 	c.envCount = c.envTo - c.envFrom
 	c.mountsCount = c.mountsTo - c.mountsFrom
+	c.raw = sc.s[start:sc.i]
 	p.containers = append(p.containers, c)
 	return err
 }

@@ -205,26 +205,43 @@ var foreignMutators = []struct {
 			t.Fatalf("foreign container did not get graft's env var, or the status does not record it: %+v", agent)
 		}
 	}},
-	{"pull-policy-and-env", func(pod map[string]any) {
-		spec := pod["spec"].(map[string]any)
-		for _, k := range []string{"containers", "initContainers"} {
-			l, _ := spec[k].([]any)
-			for _, c := range l {
-				m := c.(map[string]any)
-				m["imagePullPolicy"] = "Always"
-				env, _ := m["env"].([]any)
-				m["env"] = append(env, map[string]any{"name": "FOREIGN", "value": "1"})
+	// imagePullPolicy is not compared: graft's containers stay graft's.
+	{"pull-policy", func(pod map[string]any) {
+		eachContainer(pod, func(_ string, c map[string]any) { c["imagePullPolicy"] = "Always" })
+	}, func(t *testing.T, pod map[string]any, res Result, _ bool) {
+		eachContainer(pod, func(_ string, c map[string]any) {
+			if c["imagePullPolicy"] != "Always" {
+				t.Fatalf("foreign edit undone on %v", c["name"])
 			}
+		})
+		if res.Decision == DecisionDeny {
+			t.Fatalf("a pull policy made graft deny: %v", res.Reason)
 		}
-	}, func(t *testing.T, pod map[string]any, _ Result, _ bool) {
-		spec := pod["spec"].(map[string]any)
-		for _, k := range []string{"containers", "initContainers"} {
-			l, _ := spec[k].([]any)
-			for _, c := range l {
-				m := c.(map[string]any)
-				if m["imagePullPolicy"] != "Always" || findNamed(m["env"], "FOREIGN") == nil {
-					t.Fatalf("foreign edit undone on %v", m["name"])
-				}
+	}},
+	// An env var on every container, graft's included: graft's are then
+	// not graft's render, a conflict (docs/concepts/guarantee.md: such a
+	// webhook must leave graft's containers out).
+	{"env-on-every-container", func(pod map[string]any) {
+		eachContainer(pod, func(_ string, c map[string]any) {
+			env, _ := c["env"].([]any)
+			c["env"] = append(env, map[string]any{"name": "FOREIGN", "value": "1"})
+		})
+	}, func(t *testing.T, pod map[string]any, res Result, keep bool) {
+		if podHas(pod, "graft-agent") && injectedAgent(pod) {
+			if !keep && (res.Decision != DecisionDeny || res.Reason != ReasonConflict) {
+				t.Fatalf("graft's sidecar edited by another webhook: %v/%v, want deny/conflict", res.Decision, res.Reason)
+			}
+			return
+		}
+		eachContainer(pod, func(_ string, c map[string]any) {
+			if findNamed(c["env"], "FOREIGN") == nil {
+				t.Fatalf("foreign edit undone on %v", c["name"])
+			}
+		})
+		if keep && podHas(pod, "graft-agent") {
+			st := podStatus(t, pod)
+			if st.Template("agent") != nil || len(st.Kept) == 0 || res.Warnings == 0 {
+				t.Fatalf("keep, graft's sidecar edited by another webhook: status %s, %d warnings; want agent kept, a warning", st.Value(), res.Warnings)
 			}
 		}
 	}},
@@ -249,19 +266,16 @@ var foreignMutators = []struct {
 	{"reorder-containers", func(pod map[string]any) {
 		slices.Reverse(pod["spec"].(map[string]any)["containers"].([]any))
 	}, func(t *testing.T, pod map[string]any, _ Result, _ bool) {}},
-	// Without its status graft cannot tell its containers from a user's
-	// of the same name: a conflict.
+	// Without its status graft still tells its containers by what they
+	// hold: they stay, and the status is written again.
 	{"remove-status", func(pod map[string]any) {
 		delete(pod["metadata"].(map[string]any)["annotations"].(map[string]any), names.Status)
 	}, func(t *testing.T, pod map[string]any, res Result, keep bool) {
-		if !podHas(pod, "graft-agent") {
-			return // graft had injected nothing
+		if res.Decision == DecisionDeny {
+			t.Fatalf("graft's own containers without a status: %v/%v, want them graft's", res.Decision, res.Reason)
 		}
-		switch {
-		case !keep && (res.Decision != DecisionDeny || res.Reason != ReasonConflict):
-			t.Fatalf("graft's own containers without a status: %v/%v, want deny/conflict", res.Decision, res.Reason)
-		case keep && res.Warnings == 0:
-			t.Fatal("graft's own containers without a status under keep: no warning")
+		if podHas(pod, "graft-agent") && injectedAgent(pod) && podStatus(t, pod).Template("agent") == nil {
+			t.Fatalf("graft's sidecar without a status: the status written again does not record it: %s", podStatus(t, pod).Value())
 		}
 	}},
 	// A webhook built on an older k8s.io/api drops restartPolicy from
@@ -288,6 +302,26 @@ var foreignMutators = []struct {
 			t.Fatalf("graft's first sidecar at index %d after graft's repair: %v", i, names)
 		}
 	}},
+}
+
+// injectedAgent reports whether pod holds graft's agent sidecar as graft
+// renders it: its image (the Pods generated name their own graft-agent
+// after the app's image).
+func injectedAgent(pod map[string]any) bool {
+	c := findNamed(pod["spec"].(map[string]any)["initContainers"], "graft-agent")
+	return c != nil && c["image"] != "registry.local/app:1"
+}
+
+// podStatus reads pod's graft.dev/status.
+func podStatus(t *testing.T, pod map[string]any) *Status {
+	t.Helper()
+	ann, _ := pod["metadata"].(map[string]any)["annotations"].(map[string]any)
+	v, _ := ann[names.Status].(string)
+	st, err := ParseStatus(v)
+	if err != nil {
+		t.Fatalf("status %q: %v", v, err)
+	}
+	return &st
 }
 
 // eachInit calls fn with each init container of pod.

@@ -19,6 +19,10 @@ type record struct {
 	// could not be read (then graft owns nothing in the Pod).
 	version int
 	entries []recEntry
+	// kept are the objects named like graft's that graft kept as the
+	// Pod's own under onConflict: keep, by template (name and the
+	// initContainers, containers and volumes lists).
+	kept []recEntry
 	// names backs every list of the record; apps the appContainers maps.
 	names []string
 	apps  []recApp
@@ -71,7 +75,7 @@ type recApp struct {
 }
 
 func (r *record) reset() {
-	*r = record{entries: r.entries[:0], names: r.names[:0], apps: r.apps[:0]}
+	*r = record{entries: r.entries[:0], kept: r.kept[:0], names: r.names[:0], apps: r.apps[:0]}
 }
 
 func (r *record) list(sp span) []string { return r.names[sp.from:sp.to] }
@@ -84,24 +88,6 @@ func (r *record) find(name string) int {
 		}
 	}
 	return -1
-}
-
-// owns reports whether the record names name in a list of kind k (for
-// containers, either container list: a name is one container either way).
-func (r *record) owns(k listKind, name string) bool {
-	for i := range r.entries {
-		e := &r.entries[i]
-		if k == kInits || k == kContainers {
-			if contains(r.list(e.lists[kInits]), name) || contains(r.list(e.lists[kContainers]), name) {
-				return true
-			}
-			continue
-		}
-		if contains(r.list(e.lists[k]), name) {
-			return true
-		}
-	}
-	return false
 }
 
 // podResources returns the podResources the entry of template tmpl
@@ -177,6 +163,15 @@ func (r *record) parse(s string, plain bool) error {
 				}
 				objects = true
 				return r.entry(&sc)
+			})
+		case "kept":
+			r.kept = r.kept[:0]
+			if sc.isNull() {
+				return nil
+			}
+			return eachElem(&sc, func() error {
+				objects = true
+				return r.keptEntry(&sc)
 			})
 		case "initContainers":
 			return r.strings(&sc, &r.legacy[kInits])
@@ -264,6 +259,37 @@ func (r *record) entry(sc *scanner) error {
 	}
 	r.entries = append(r.entries, e)
 	return err
+}
+
+// keptEntry reads one entry of a version 2 record's kept list.
+func (r *record) keptEntry(sc *scanner) error {
+	var e recEntry
+	err := eachKey(sc, func(k string) error {
+		switch k {
+		case "name":
+			var err error
+			e.name, err = r.str(sc)
+			return err
+		case "initContainers", "containers", "volumes":
+			return r.strings(sc, &e.lists[kindIndex(k)])
+		}
+		return sc.skip()
+	})
+	if err == nil && e.name == "" {
+		err = errStatus
+	}
+	r.kept = append(r.kept, e)
+	return err
+}
+
+// kindIndex is the list kind a record key names.
+func kindIndex(key string) listKind {
+	for i, k := range kindKeys {
+		if k == key {
+			return listKind(i)
+		}
+	}
+	return numKinds
 }
 
 // strings reads a list of strings (or null) into names.

@@ -23,17 +23,22 @@ import (
 type outEntry struct{ rec, ti int }
 
 // appendRecord appends the record to write, escaped (see above): r's
-// entries in their order, each with what this request added for its
-// template, then an entry for each template of pl injected now that r
-// lacks. pl nil writes r alone, canonically. Names from r and the Pod are
-// raw JSON string content, already escaped once; the plan's are not.
+// entries of the templates pl injects, in their order, each with what
+// this request added for its template and what of it the Pod holds as
+// graft renders it, then an entry for each template of pl injected now
+// that r lacks, then the kept list: what graft left to the Pod under
+// onConflict: keep. An entry of another template, or of one left out,
+// is dropped: nothing of such a template is graft's in this Pod. pl nil
+// writes r alone, canonically. Names from r and the Pod are raw JSON
+// string content, already escaped once; the plan's are not.
 func (s *scratch) appendRecord(dst []byte, r *record, pl *plan, p *pod) []byte {
 	s.out = s.out[:0]
 	for i := range r.entries {
 		ti := -1
-		if pl != nil && r.find(r.entries[i].name) == i {
-			if t := pl.templateIndex(r.entries[i].name); t >= 0 && !s.skipped[t] {
-				ti = t
+		if pl != nil {
+			ti = pl.templateIndex(r.entries[i].name)
+			if ti < 0 || s.skipped[ti] || r.find(r.entries[i].name) != i {
+				continue
 			}
 		}
 		s.out = append(s.out, outEntry{rec: i, ti: ti})
@@ -65,7 +70,91 @@ func (s *scratch) appendRecord(dst []byte, r *record, pl *plan, p *pod) []byte {
 		}
 		dst = append(dst, ']')
 	}
+	if pl == nil {
+		dst = appendKeptRecorded(dst, r)
+	} else {
+		dst = s.appendKept(dst, pl)
+	}
 	return append(dst, '}')
+}
+
+// appendKept appends the kept list of this request: per template left
+// out (in plan order), then per other template whose names the Pod's
+// objects take (in the Pod's order), the objects graft left to the Pod.
+func (s *scratch) appendKept(dst []byte, pl *plan) []byte {
+	open := false
+	for ti := range pl.tmpls {
+		if s.skipped[ti] {
+			t := &pl.tmpls[ti]
+			dst = s.appendKeptEntry(dst, &open, t.name, t.form)
+		}
+	}
+	for i := range s.keptObjs {
+		k := &s.keptObjs[i]
+		if pl.templateIndex(k.template) >= 0 || slices.ContainsFunc(s.keptObjs[:i], func(o keptObject) bool { return o.template == k.template }) {
+			continue
+		}
+		dst = s.appendKeptEntry(dst, &open, k.template, formOf(k.template))
+	}
+	if open {
+		dst = append(dst, ']')
+	}
+	return dst
+}
+
+// appendKeptEntry appends the kept entry of template tmpl: its objects
+// in s.keptObjs, by kind.
+func (s *scratch) appendKeptEntry(dst []byte, open *bool, tmpl string, f nameForm) []byte {
+	if *open {
+		dst = append(dst, ',')
+	} else {
+		dst = append(dst, `,\"kept\":[`...)
+		*open = true
+	}
+	dst = append(dst, `{\"name\":\"`...)
+	dst = appendRecordName(dst, tmpl, f)
+	dst = append(dst, '\\', '"')
+	for _, k := range [...]listKind{kInits, kContainers, kVolumes} {
+		listOpen := false
+		for i := range s.keptObjs {
+			if o := &s.keptObjs[i]; o.template == tmpl && o.kind == k {
+				dst = appendName(dst, &listOpen, kindHeads[k], o.name, formRaw)
+			}
+		}
+		if listOpen {
+			dst = append(dst, ']')
+		}
+	}
+	return append(dst, '}')
+}
+
+// appendKeptRecorded appends r's kept list as it is, canonically.
+func appendKeptRecorded(dst []byte, r *record) []byte {
+	for i := range r.kept {
+		e := &r.kept[i]
+		if i == 0 {
+			dst = append(dst, `,\"kept\":[`...)
+		} else {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{\"name\":\"`...)
+		dst = appendRecordName(dst, e.name, r.form())
+		dst = append(dst, '\\', '"')
+		for _, k := range [...]listKind{kInits, kContainers, kVolumes} {
+			open := false
+			for _, n := range r.list(e.lists[k]) {
+				dst = appendName(dst, &open, kindHeads[k], n, r.form())
+			}
+			if open {
+				dst = append(dst, ']')
+			}
+		}
+		dst = append(dst, '}')
+	}
+	if len(r.kept) > 0 {
+		dst = append(dst, ']')
+	}
+	return dst
 }
 
 func (s *scratch) appendEntry(dst []byte, r *record, o outEntry, pl *plan, p *pod) []byte {
@@ -99,7 +188,8 @@ func (s *scratch) appendEntry(dst []byte, r *record, o outEntry, pl *plan, p *po
 }
 
 // appendNames appends list k of entry o: the recorded names, then those
-// this request added that the record lacks. The first name writes head.
+// this request added, or found the Pod holds as graft renders them, that
+// the record lacks. The first name writes head.
 func (s *scratch) appendNames(dst []byte, open *bool, head string, r *record, o outEntry, pl *plan, k listKind) []byte {
 	var have []string
 	if o.rec >= 0 {
@@ -113,7 +203,7 @@ func (s *scratch) appendNames(dst []byte, open *bool, head string, r *record, o 
 	}
 	els := pl.kind(k)
 	for i := range els {
-		if el := &els[i]; el.tmpl == o.ti && s.added[el.ref] && !contains(have, el.name) {
+		if el := &els[i]; el.tmpl == o.ti && (s.added[el.ref] || s.owned[el.ref]) && !contains(have, el.name) {
 			dst = appendName(dst, open, head, el.name, el.form)
 		}
 	}

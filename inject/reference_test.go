@@ -16,11 +16,12 @@ import (
 )
 
 // referenceInject is the slow, obvious way to inject a Pod that carries no
-// graft.dev/status graft can read: decode the whole Pod into corev1
-// types, leave out every template with an object the Pod already has
-// (keep) or refuse the Pod (denied), add what the plan adds, write the
-// status with encoding/json, diff the two whole documents with jsondiff
-// and apply that patch. It exists only to check the fast path: both must
+// graft.dev/status graft can read and none of graft's objects: decode the
+// whole Pod into corev1 types, leave out every template with an object of
+// its name the Pod already has, or a collision, (keep) or refuse the Pod
+// (denied), refuse a key in graft's domains the Pod may not set, add what
+// the plan adds, write the status with encoding/json, diff the two whole
+// documents with jsondiff and apply that patch. It exists only to check the fast path: both must
 // produce the same Pod. Init containers are placed "first" (the only
 // placement the templates it is used with have).
 func referenceInject(t *testing.T, pl *plan, object []byte, keep bool) (patched []byte, denied bool) {
@@ -67,7 +68,51 @@ func referenceInject(t *testing.T, pl *plan, object []byte, keep bool) (patched 
 			skip[el.tmpl] = skip[el.tmpl] || taken
 		}
 	}
+	// Keys in graft's domains a Pod may not set (the plans it is used
+	// with render none).
+	for _, m := range []struct {
+		kvs     map[string]string
+		allowed func(string) bool
+	}{
+		{pod.Annotations, func(k string) bool {
+			return k == names.Status || k == names.Templates || names.ParamAnnotationKey(k)
+		}},
+		{pod.Labels, func(k string) bool { return k == names.Injected }},
+	} {
+		for k := range m.kvs {
+			if names.Reserved(k) && !m.allowed(k) {
+				return nil, true
+			}
+		}
+	}
 	st := Status{Version: 2}
+	// What graft keeps of a template it leaves out: the Pod's objects of
+	// its names, by kind, in the Pod's order.
+	for ti, tm := range pl.tmpls {
+		if !skip[ti] {
+			continue
+		}
+		k := KeptStatus{Name: tm.name}
+		own := func(els []element, name string) bool {
+			return slices.ContainsFunc(els, func(el element) bool { return el.tmpl == ti && el.name == name })
+		}
+		for _, c := range pod.Spec.InitContainers {
+			if own(pl.inits, c.Name) || own(pl.sidecars, c.Name) {
+				k.InitContainers = append(k.InitContainers, c.Name)
+			}
+		}
+		for _, c := range pod.Spec.Containers {
+			if own(pl.inits, c.Name) || own(pl.sidecars, c.Name) {
+				k.Containers = append(k.Containers, c.Name)
+			}
+		}
+		for _, v := range pod.Spec.Volumes {
+			if own(pl.volumes, v.Name) {
+				k.Volumes = append(k.Volumes, v.Name)
+			}
+		}
+		st.Kept = append(st.Kept, k)
+	}
 	entries := make([]TemplateStatus, len(pl.tmpls))
 	for i, tm := range pl.tmpls {
 		entries[i] = TemplateStatus{Name: tm.name, Revision: tm.revision, Digest: tm.digest}

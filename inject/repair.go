@@ -6,16 +6,18 @@ import (
 	"github.com/graftdev/graft/templates"
 )
 
-// graft owns what it injected. A mutating step after graft may break
-// graft's native sidecars: webhooks built on an older k8s.io/api round-trip
-// the Pod and drop restartPolicy: Always (the sidecar then blocks startup
-// as a plain init container), and some reorder or prepend init containers
-// (graft's proxy must start before the init containers that need the
-// network). When reinvoked, graft puts back exactly these two things on
-// the sidecars graft.dev/status names, with minimal ops (add or replace of
-// restartPolicy, move), and a warning. It never touches anything else of
-// its containers (env, imagePullPolicy, resources a later step set stay)
-// nor anything it does not own.
+// graft's own sidecars (own.go: those the Pod holds as graft renders
+// them) may be broken by a mutating step after graft: webhooks built on
+// an older k8s.io/api round-trip the Pod and drop restartPolicy: Always
+// (the sidecar then blocks startup as a plain init container), and some
+// reorder or prepend init containers (graft's proxy must start before the
+// init containers that need the network). When reinvoked, graft puts back
+// exactly these two things, with minimal ops (add or replace of
+// restartPolicy, move), and a warning: a sidecar equal to graft's render
+// but for restartPolicy is graft's once restored, and the order of init
+// containers is no part of what a container is. Any other change to its
+// containers is a conflict (own.go), and graft touches nothing it does
+// not own.
 
 // slot is one init container in the order check: a sidecar of the plan
 // that graft owns (el not nil), or another.
@@ -25,20 +27,13 @@ type slot struct {
 	pod     int  // index in the Pod's initContainers; -1: inserted now
 }
 
-// ownInit returns the plan's init container called name when the status
-// records the Pod's container of that name under the same template, else
-// nil: only then does graft know what the container should be.
-func (s *scratch) ownInit(pl *plan, name string) *element {
-	el := pl.initNamed(name)
-	if el == nil {
+// ownInit returns the plan's init container that the Pod's init
+// container at index i is (judge ran), else nil.
+func (s *scratch) ownInit(pl *plan, i int) *element {
+	if i >= len(s.initOwn) || s.initOwn[i] < 0 {
 		return nil
 	}
-	r := s.cur
-	i := r.find(pl.tmpls[el.tmpl].name)
-	if i < 0 || !contains(r.list(r.entries[i].lists[kInits]), name) {
-		return nil
-	}
-	return el
+	return pl.byRef[s.initOwn[i]]
 }
 
 // needsRepair reports whether one of graft's own sidecars lost
@@ -50,7 +45,7 @@ func (s *scratch) needsRepair(pl *plan, p *pod) bool {
 	}
 	for i := range p.initContainers {
 		c := &p.initContainers[i]
-		if el := s.ownInit(pl, c.name); el != nil && el.sidecar && !c.sidecar {
+		if el := s.ownInit(pl, i); el != nil && el.sidecar && !c.sidecar {
 			return true
 		}
 	}
@@ -76,7 +71,7 @@ func (s *scratch) finalInits(pl *plan, p *pod, ins []insert) {
 			continue
 		}
 		c := &p.initContainers[next]
-		s.slots = append(s.slots, slot{el: s.ownInit(pl, c.name), sidecar: c.sidecar, pod: next})
+		s.slots = append(s.slots, slot{el: s.ownInit(pl, next), sidecar: c.sidecar, pod: next})
 		next++
 	}
 }
@@ -149,7 +144,7 @@ func placementOf(el *element) templates.Placement {
 func (s *scratch) appendRestartOps(dst []byte, pl *plan, p *pod) []byte {
 	for i := range p.initContainers {
 		c := &p.initContainers[i]
-		el := s.ownInit(pl, c.name)
+		el := s.ownInit(pl, i)
 		if el == nil || !el.sidecar || c.sidecar {
 			continue
 		}

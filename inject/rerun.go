@@ -70,7 +70,10 @@ func (p *pod) tokenVolume() string {
 			break
 		}
 	}
-	if vol == "" {
+	// The plugin's volume is projected: one of another kind, mounted at
+	// the token path, would make graft's container one graft does not
+	// render (own.go), so graft mounts none itself.
+	if vol == "" || !p.projectedVolume(vol) {
 		return ""
 	}
 	seen := false

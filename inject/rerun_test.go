@@ -2,6 +2,7 @@ package inject
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -67,20 +68,21 @@ func TestTokenVolume(t *testing.T) {
 	cases := []struct {
 		name, spec, want string
 	}{
-		{"plugin mounted it", `{"containers":[` + app(tok) + `],"volumes":[{"name":"kube-api-access-abcde"}]}`, "kube-api-access-abcde"},
-		{"volumes before containers", `{"volumes":[{"name":"cfg"},{"name":"kube-api-access-abcde"}],"containers":[` + app(tok) + `]}`, "kube-api-access-abcde"},
-		{"automount null", `{"automountServiceAccountToken":null,"containers":[` + app(tok) + `],"volumes":[{"name":"kube-api-access-abcde"}]}`, "kube-api-access-abcde"},
-		{"automount true", `{"automountServiceAccountToken":true,"containers":[` + app(tok) + `],"volumes":[{"name":"kube-api-access-abcde"}]}`, "kube-api-access-abcde"},
-		{"automount false", `{"automountServiceAccountToken":false,"containers":[` + app(tok) + `],"volumes":[{"name":"kube-api-access-abcde"}]}`, ""},
+		{"plugin mounted it", `{"containers":[` + app(tok) + `],"volumes":[{"name":"kube-api-access-abcde","projected":{"sources":[]}}]}`, "kube-api-access-abcde"},
+		{"volumes before containers", `{"volumes":[{"name":"cfg"},{"name":"kube-api-access-abcde","projected":{"sources":[]}}],"containers":[` + app(tok) + `]}`, "kube-api-access-abcde"},
+		{"automount null", `{"automountServiceAccountToken":null,"containers":[` + app(tok) + `],"volumes":[{"name":"kube-api-access-abcde","projected":{"sources":[]}}]}`, "kube-api-access-abcde"},
+		{"automount true", `{"automountServiceAccountToken":true,"containers":[` + app(tok) + `],"volumes":[{"name":"kube-api-access-abcde","projected":{"sources":[]}}]}`, "kube-api-access-abcde"},
+		{"automount false", `{"automountServiceAccountToken":false,"containers":[` + app(tok) + `],"volumes":[{"name":"kube-api-access-abcde","projected":{"sources":[]}}]}`, ""},
 		{"no volume", `{"containers":[` + app(``) + `]}`, ""},
 		{"volume mounted elsewhere", `{"containers":[` + app(`{"name":"kube-api-access-x","mountPath":"/x"}`) + `],"volumes":[{"name":"kube-api-access-x"}]}`, ""},
 		{"volume not mounted", `{"containers":[` + app(``) + `],"volumes":[{"name":"kube-api-access-x"}]}`, ""},
 		{"path taken by another volume", `{"containers":[` + app(`{"name":"mine","mountPath":`+path+`}`) + `],"volumes":[{"name":"kube-api-access-x"},{"name":"mine"}]}`, ""},
-		{"mounted by an init container only", `{"initContainers":[{"name":"i","volumeMounts":[` + tok + `]}],"containers":[` + app(`{"name":"mine","mountPath":`+path+`}`) + `],"volumes":[{"name":"kube-api-access-abcde"},{"name":"mine"}]}`, "kube-api-access-abcde"},
-		{"a container without a mount at the path", `{"containers":[` + app(tok) + `,` + app(``) + `],"volumes":[{"name":"kube-api-access-abcde"}]}`, ""},
-		{"an init container without a mount at the path", `{"initContainers":[{"name":"i"}],"containers":[` + app(tok) + `],"volumes":[{"name":"kube-api-access-abcde"}]}`, ""},
-		{"every container mounts something at the path, none the volume", `{"containers":[` + app(`{"name":"mine","mountPath":`+path+`}`) + `],"volumes":[{"name":"kube-api-access-abcde"},{"name":"mine"}]}`, ""},
-		{"the first prefixed volume counts", `{"containers":[` + app(tok) + `],"volumes":[{"name":"kube-api-access-user"},{"name":"kube-api-access-abcde"}]}`, ""},
+		{"mounted by an init container only", `{"initContainers":[{"name":"i","volumeMounts":[` + tok + `]}],"containers":[` + app(`{"name":"mine","mountPath":`+path+`}`) + `],"volumes":[{"name":"kube-api-access-abcde","projected":{"sources":[]}},{"name":"mine"}]}`, "kube-api-access-abcde"},
+		{"a container without a mount at the path", `{"containers":[` + app(tok) + `,` + app(``) + `],"volumes":[{"name":"kube-api-access-abcde","projected":{"sources":[]}}]}`, ""},
+		{"an init container without a mount at the path", `{"initContainers":[{"name":"i"}],"containers":[` + app(tok) + `],"volumes":[{"name":"kube-api-access-abcde","projected":{"sources":[]}}]}`, ""},
+		{"every container mounts something at the path, none the volume", `{"containers":[` + app(`{"name":"mine","mountPath":`+path+`}`) + `],"volumes":[{"name":"kube-api-access-abcde","projected":{"sources":[]}},{"name":"mine"}]}`, ""},
+		{"the first prefixed volume counts", `{"containers":[` + app(tok) + `],"volumes":[{"name":"kube-api-access-user"},{"name":"kube-api-access-abcde","projected":{"sources":[]}}]}`, ""},
+		{"the plugin's volume is not projected", `{"containers":[` + app(tok) + `],"volumes":[{"name":"kube-api-access-abcde","emptyDir":{}}]}`, ""},
 		{"no dash, no prefix", `{"containers":[` + app(`{"name":"kube-api-access","mountPath":`+path+`}`) + `],"volumes":[{"name":"kube-api-access"}]}`, ""},
 	}
 	for _, c := range cases {
@@ -113,7 +115,7 @@ func TestTokenCorpus(t *testing.T) {
 	}
 	proxy := pod.Spec.InitContainers[0]
 	want := corev1.VolumeMount{Name: tokenVol, ReadOnly: true, MountPath: tokenMountPath}
-	if proxy.Name != "graft-proxy" || len(proxy.VolumeMounts) == 0 || proxy.VolumeMounts[len(proxy.VolumeMounts)-1] != want {
+	if proxy.Name != "graft-proxy" || len(proxy.VolumeMounts) == 0 || !reflect.DeepEqual(proxy.VolumeMounts[len(proxy.VolumeMounts)-1], want) {
 		t.Fatalf("graft-proxy mounts %+v, want %+v last", proxy.VolumeMounts, want)
 	}
 }

@@ -120,6 +120,18 @@ func NewRevisions(c RevisionsConfig, opts ...EngineOption) (*Revisions, error) {
 		r.revs = append(r.revs, rev)
 		r.choices[name] = newChoice(name, false, []share{{upTo: 100, rev: rev}})
 	}
+	// A Pod served by one revision may hold what another renders: every
+	// revision's names are graft's (own.go).
+	if len(c.Revisions) > 1 {
+		sets := make([]*templates.Set, len(c.Revisions))
+		for i, rc := range c.Revisions {
+			sets[i] = rc.Templates
+		}
+		ix := newSidecarIndex(TemplateSidecars(sets...))
+		for _, rev := range r.revs {
+			rev.eng.impl.sidecars = ix
+		}
+	}
 	for _, t := range c.Tags {
 		ch, err := r.tagChoice(t)
 		if err != nil {

@@ -215,7 +215,8 @@ func TestPodRevision(t *testing.T) {
 		{"pod chooses a tag", "lenient", "next", map[string]any{"graft.dev/rev": "stable"}, "default", DecisionInject},
 		{"no label: the route decides", "lenient", "next", map[string]any{"app": "x"}, "next", DecisionInject},
 		{"an empty label is no choice", "lenient", "next", map[string]any{"graft.dev/rev": ""}, "next", DecisionInject},
-		{"profile does not allow it", "agent", "", map[string]any{"graft.dev/rev": "next"}, "default", DecisionInject},
+		// The label is graft's, and the profile does not let a Pod set it.
+		{"profile does not allow it", "agent", "", map[string]any{"graft.dev/rev": "next"}, "default", DecisionDeny},
 		{"unknown value is denied", "lenient", "", map[string]any{"graft.dev/rev": "nope"}, "default", DecisionDeny},
 		{"unknown value on an opted-out Pod", "lenient", "", map[string]any{"graft.dev/rev": "nope", "graft.dev/inject": "false"}, "default", DecisionSkip},
 	} {
@@ -242,9 +243,17 @@ func TestPodRevision(t *testing.T) {
 					t.Fatalf("%v: %s", err, out)
 				}
 				resp := rv.Response
-				if resp.Allowed || resp.Status.Code != 400 || resp.UID == "" || res.Reason != ReasonTemplateSelection ||
-					!strings.Contains(resp.Status.Message, `graft.dev/rev="nope"`) || !strings.Contains(resp.Status.Message, "canary, default, next, stable") {
+				wantReason, wantMsg := ReasonTemplateSelection, []string{`graft.dev/rev="nope"`, "canary, default, next, stable"}
+				if tt.profile == "agent" {
+					wantReason, wantMsg = ReasonConflict, []string{"the Pod sets label graft.dev/rev, which is graft's to set"}
+				}
+				if resp.Allowed || resp.Status.Code != 400 || resp.UID == "" || res.Reason != wantReason {
 					t.Errorf("deny: %+v, reason %v", resp, res.Reason)
+				}
+				for _, m := range wantMsg {
+					if !strings.Contains(resp.Status.Message, m) {
+						t.Errorf("deny message %q, want it to hold %q", resp.Status.Message, m)
+					}
 				}
 				ex, err := r.Explain(pod(tt.labels), Options{Profile: tt.profile, Revision: tt.route})
 				if err != nil || ex.Result.Decision != DecisionDeny || ex.Message != resp.Status.Message || ex.Patch != nil {

@@ -54,10 +54,19 @@ type scratch struct {
 	// resourced, when not nil, holds per element ref the JSON of an
 	// injected container with LimitRange defaults added (limitrange.go).
 	resourced [][]byte
-	// replaced are the templates an upgrade replaces, which graft
-	// injected before: they do not collide with the app containers
-	// (upgrade.go).
-	replaced []string
+	// initOwn, ctrOwn and volOwn hold, per init container, container
+	// and volume of the Pod, the ref of the plan element it is (graft's)
+	// or -1; owned, per element ref, whether the Pod holds it as graft
+	// renders it, and ownedAny that the record does not say so yet
+	// (own.go). named is per plan template the first object of its names
+	// that is not graft's, foreign those of other templates' names,
+	// keptObjs all of them, and fields the text of where they differ.
+	initOwn, ctrOwn, volOwn []int32
+	owned                   []bool
+	ownedAny                bool
+	named, foreign          []conflict
+	keptObjs                []keptObject
+	fields                  []byte
 	// podAdds is what this request adds to the Pod's pod-level resources,
 	// and podResOps how many patch ops that took (podresources.go).
 	podAdds   []podAdd
@@ -96,7 +105,12 @@ func (s *scratch) reset() {
 	s.patch = s.patch[:0]
 	s.tokenVolume = ""
 	s.resourced = nil
-	s.replaced = nil
+	s.initOwn, s.ctrOwn, s.volOwn = s.initOwn[:0], s.ctrOwn[:0], s.volOwn[:0]
+	s.owned, s.ownedAny = s.owned[:0], false
+	clear(s.named) // their strings alias the request
+	clear(s.foreign)
+	clear(s.keptObjs)
+	s.named, s.foreign, s.keptObjs, s.fields = s.named[:0], s.foreign[:0], s.keptObjs[:0], s.fields[:0]
 	s.podAdds, s.podResOps = s.podAdds[:0], 0
 }
 

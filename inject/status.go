@@ -24,7 +24,8 @@ const StatusAnnotation = names.Status
 //	{"version":2,"injected":["graft-proxy"],
 //	 "templates":[{"name":"mesh-proxy","revision":"default","digest":"9f86d081884c7d65",
 //	   "initContainers":["graft-proxy"],"annotations":["redirect.graft.dev/mode"],
-//	   "appContainers":{"app":{"env":["OTEL_SERVICE_NAME"],"volumeMounts":["graft-otel"]}}}]}
+//	   "appContainers":{"app":{"env":["OTEL_SERVICE_NAME"],"volumeMounts":["graft-otel"]}}}],
+//	 "kept":[{"name":"secrets-agent","initContainers":["graft-secrets-agent"]}]}
 //
 // Version 1, written by graft before it, is still read:
 // {"templates":["agent"],"containers":[...],"initContainers":[...],"volumes":[...]}.
@@ -39,8 +40,21 @@ type Status struct {
 	// Templates holds one entry per template injected, in injection
 	// order. A version 1 record gives names only.
 	Templates []TemplateStatus `json:"templates,omitempty"`
+	// Kept lists, per template, the Pod's own objects named like the
+	// template's that graft left as they are under onConflict: keep
+	// (never graft's: not in Injected), and the templates it left out.
+	Kept []KeptStatus `json:"kept,omitempty"`
 	// Legacy holds a version 1 record's names (nil for version 2).
 	Legacy *LegacyStatus `json:"-"`
+}
+
+// KeptStatus is one template's entry in Status.Kept: the template (left
+// out if the profile injects it) and the Pod's objects of its names.
+type KeptStatus struct {
+	Name           string   `json:"name"`
+	InitContainers []string `json:"initContainers,omitempty"`
+	Containers     []string `json:"containers,omitempty"`
+	Volumes        []string `json:"volumes,omitempty"`
 }
 
 // TemplateStatus is what one template added to the Pod.
@@ -125,6 +139,11 @@ func ParseStatus(value string) (Status, error) {
 		}
 		st.Templates = append(st.Templates, ts)
 	}
+	for i := range r.kept {
+		e := &r.kept[i]
+		st.Kept = append(st.Kept, KeptStatus{Name: text(e.name), InitContainers: texts(e.lists[kInits]),
+			Containers: texts(e.lists[kContainers]), Volumes: texts(e.lists[kVolumes])})
+	}
 	if r.version == 1 {
 		st.Legacy = &LegacyStatus{Containers: texts(r.legacy[kContainers]),
 			InitContainers: texts(r.legacy[kInits]), Volumes: texts(r.legacy[kVolumes])}
@@ -171,6 +190,11 @@ func (s Status) Value() string {
 			e.podRes = string(b)
 		}
 		r.entries = append(r.entries, e)
+	}
+	for _, k := range s.Kept {
+		e := recEntry{name: name(k.Name)}
+		e.lists[kInits], e.lists[kContainers], e.lists[kVolumes] = names(k.InitContainers), names(k.Containers), names(k.Volumes)
+		r.kept = append(r.kept, e)
 	}
 	r.version = 2
 	var sc scratch

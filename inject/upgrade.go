@@ -50,17 +50,16 @@ func (e *Engine) rework(ps *profileState, pl *plan, obj string, upgrade bool, b 
 	orig := []byte(obj)
 	cur := orig
 	rw := &reworked{}
-	var replaced []string
 	if upgrade {
 		var err error
-		if cur, rw.notices, replaced, err = upgradeStrip(orig, pl, ps.name); err != nil {
+		if cur, rw.notices, err = upgradeStrip(orig, pl, ps.name); err != nil {
 			return nil, err
 		}
 	}
 	s := e.getScratch()
 	defer e.putScratch(s)
 	var ops []byte // restartPolicy ops, fast-path ops and moves, comma-terminated
-	keep := ps.cfg.OnConflict == ConflictKeep
+	mo := mergeOptions{keep: ps.cfg.OnConflict == ConflictKeep, podRevision: ps.cfg.PodRevision, names: &e.impl.sidecars}
 	for pass := 0; ; pass++ {
 		if b.check() {
 			return nil, errBudget
@@ -69,14 +68,14 @@ func (e *Engine) rework(ps *profileState, pl *plan, obj string, upgrade bool, b 
 		if err != nil {
 			return nil, err
 		}
-		s.replaced = replaced
-		out := merge(pl, keep, pass == 0, p2, s, nil)
+		mo.repairs = pass == 0
+		out := merge(pl, mo, p2, s, nil)
 		if *b = s.budget; b.over { // the scratch's loops read it
 			return nil, errBudget
 		}
 		switch out {
 		case mergeConflict:
-			rw.denyMsg, rw.reason = string(conflictMessage(nil, s.conflict, pl, ps.name)), ReasonConflict
+			rw.denyMsg, rw.reason = string(conflictMessage(nil, s.conflict, ps.name)), ReasonConflict
 			return rw, nil
 		case mergeUpgrade:
 			return nil, fmt.Errorf("internal: the Pod still needs an upgrade after one")
@@ -117,6 +116,7 @@ func (e *Engine) rework(ps *profileState, pl *plan, obj string, upgrade bool, b 
 		return nil, err
 	}
 	s.readRecord(p3, nil)
+	s.judge(pl, mo.names, p3, b)
 	s.notices = s.notices[:0]
 	if moves := s.appendMoveOps(nil, pl, p3); len(moves) > 0 {
 		rw.notices = append(rw.notices, s.notices...)
@@ -164,22 +164,21 @@ func (s *scratch) parse(obj []byte, b *budget) (*pod, error) {
 	return p, nil
 }
 
-// upgradeStrip returns obj without what graft owns of the templates to
-// replace (outdated, or no longer in the plan), its status rewritten to
-// the templates kept, the notices saying what the upgrade does, and the
-// templates of the plan it replaces. Those graft injected before: what
-// the app containers hold of theirs (all of it under a version 1 status,
-// which did not record it) does not collide with them (collide.go).
-func upgradeStrip(obj []byte, pl *plan, profile string) ([]byte, []notice, []string, error) {
+// upgradeStrip returns obj without what the record names of the
+// templates to replace (outdated, or no longer in the plan), its status
+// rewritten to the templates kept, and the notices saying what the
+// upgrade does. Removing is safe whoever wrote the record: the templates
+// are injected again as graft renders them now, and what remains of the
+// Pod is judged by its content (own.go, collide.go).
+func upgradeStrip(obj []byte, pl *plan, profile string) ([]byte, []notice, error) {
 	doc, err := decodeDoc(obj)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("internal: upgrade: %w", err)
+		return nil, nil, fmt.Errorf("internal: upgrade: %w", err)
 	}
 	st, _, err := statusOf(doc)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("internal: upgrade: %w", err)
+		return nil, nil, fmt.Errorf("internal: upgrade: %w", err)
 	}
-	var replaced []string
 	var o owned
 	var notes []notice
 	kept := Status{Version: 2}
@@ -200,9 +199,6 @@ func upgradeStrip(obj []byte, pl *plan, profile string) ([]byte, []notice, []str
 		}
 		o.addTemplate(t)
 		subtractPodResources(doc, t)
-		if ti >= 0 {
-			replaced = append(replaced, t.Name)
-		}
 	}
 	if st.Legacy != nil {
 		o.addLegacy(st.Legacy)
@@ -219,9 +215,9 @@ func upgradeStrip(obj []byte, pl *plan, profile string) ([]byte, []notice, []str
 	setStatus(doc, value)
 	out, err := json.Marshal(doc)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("internal: upgrade: %w", err)
+		return nil, nil, fmt.Errorf("internal: upgrade: %w", err)
 	}
-	return out, notes, replaced, nil
+	return out, notes, nil
 }
 
 func textNotice(parts ...string) notice {

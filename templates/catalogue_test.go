@@ -222,8 +222,8 @@ func TestCatalogueThroughEngine(t *testing.T) {
 		{
 			profile:     "mesh-proxy",
 			annotations: map[string]string{"graft.dev/mesh-proxy.trafficRedirect": "init-container"},
-			deny: `annotation graft.dev/mesh-proxy.trafficRedirect="init-container": template mesh-proxy with trafficRedirect="init-container" ` +
-				`needs Pod Security level privileged, and profile "mesh-proxy" allows up to restricted (podSecurity.maxLevel)`,
+			// The built-in profiles lock what decides interception.
+			deny: `annotation graft.dev/mesh-proxy.trafficRedirect="init-container": parameter trafficRedirect of template mesh-proxy is locked by profile "mesh-proxy"`,
 		},
 		{
 			profile:     "mesh-proxy-iptables",
@@ -247,7 +247,6 @@ func TestCatalogueThroughEngine(t *testing.T) {
 			annotations: map[string]string{
 				"graft.dev/mesh-proxy.concurrency":                     "4",
 				"graft.dev/mesh-proxy.holdApplicationUntilProxyStarts": "false",
-				"graft.dev/mesh-proxy.excludeInboundPorts":             "8080, 9090",
 				"graft.dev/mesh-proxy.cpuLimit":                        "500m",
 			},
 			inits: []string{"graft-proxy", "migrate"},
@@ -255,9 +254,6 @@ func TestCatalogueThroughEngine(t *testing.T) {
 				c := p.Spec.InitContainers[0]
 				if !slices.Contains(c.Args, "4") || c.StartupProbe != nil || c.Resources.Limits.Cpu().String() != "500m" {
 					t.Errorf("overrides not applied: args %v, startupProbe %v, limits %v", c.Args, c.StartupProbe, c.Resources.Limits)
-				}
-				if got := p.Annotations["redirect.graft.dev/exclude-inbound-ports"]; got != "15021,8080,9090" {
-					t.Errorf("exclude-inbound-ports = %q", got)
 				}
 			},
 		},

@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"text/template"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 )
 
 // funcs are the helpers fragments may use, besides text/template's own.
@@ -22,20 +19,17 @@ var funcs = template.FuncMap{
 	// escapes, which YAML reads back unchanged whatever it holds.
 	//
 	// Example: image: {{ .image | quote }}
-	"quote": func(v any) string { return strconv.Quote(fmt.Sprint(v)) },
+	"quote": quoteFunc,
 	// toJson writes its argument as JSON: a list parameter becomes a YAML
 	// flow sequence, a string a quoted scalar.
 	//
 	// Example: args: {{ toJson .hosts }}
-	"toJson": func(v any) (string, error) {
-		b, err := json.Marshal(v)
-		return string(b), err
-	},
+	"toJson": toJSONFunc,
 	// join writes the items of a list parameter separated by its first
 	// argument.
 	//
 	// Example: --hosts={{ join "," .hosts }}
-	"join": func(sep string, items []string) string { return strings.Join(items, sep) },
+	"join": joinFunc,
 }
 
 // fragmentDoc is the rendered YAML's shape. Every key is optional; each
@@ -73,10 +67,11 @@ type fragmentDoc struct {
 	} `json:"appContainers"`
 }
 
+// parseFragment reads a fragment rendered with tokens (opaque.go).
 func parseFragment(rendered []byte) (*Fragment, error) {
-	js, err := yaml.YAMLToJSON(rendered)
+	js, err := document(rendered)
 	if err != nil {
-		return nil, fmt.Errorf("not YAML: %w", err)
+		return nil, err
 	}
 	var doc fragmentDoc
 	if err := strictUnmarshal(js, &doc); err != nil {

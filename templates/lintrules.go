@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/graftdev/graft/internal/imageref"
 	"github.com/graftdev/graft/internal/names"
 )
 
@@ -110,6 +111,11 @@ func checkContainer(c *corev1.Container, sidecar bool, volumes map[string]bool) 
 	add("name", validation.IsDNS1123Label(c.Name)...)
 	if strings.TrimSpace(c.Image) == "" {
 		add("image", "is required")
+	} else if err := imageref.Check(c.Image); err != nil {
+		// Whatever wrote it, template text or a parameter of any format:
+		// no container graft injects runs an image a runtime would parse
+		// differently, or that allowedImages could misjudge.
+		add("image", fmt.Sprintf("%q is not a container image reference: %v", c.Image, err))
 	}
 	if !sidecar && c.RestartPolicy != nil {
 		add("restartPolicy", "may only be set on init containers")

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/graftdev/graft/internal/imageref"
 	"github.com/graftdev/graft/internal/names"
 )
 
@@ -29,6 +30,9 @@ type Param struct {
 	Default string `json:"default"`
 	// Description says what the parameter changes, for the generated docs.
 	Description string `json:"description,omitempty"`
+	// Format is what a string, or each item of a list, must be, checked
+	// before pattern.
+	Format Format `json:"format,omitempty"`
 	// Pattern is a Go regular expression a string, or each item of a list,
 	// must match (add ^ and $ to match all of it).
 	Pattern string `json:"pattern,omitempty"`
@@ -69,6 +73,15 @@ func (p *Param) init() error {
 	}
 	if p.Type == TypeEnum && len(p.Values) == 0 {
 		return fmt.Errorf("parameter %s: enum needs values", p.Name)
+	}
+	switch p.Format {
+	case "":
+	case FormatImage:
+		if p.Type != TypeString && p.Type != TypeList {
+			return fmt.Errorf("parameter %s: format applies to string and list only", p.Name)
+		}
+	default:
+		return fmt.Errorf("parameter %s: unknown format %q (want image)", p.Name, p.Format)
 	}
 	if p.Pattern != "" {
 		re, err := regexp.Compile(p.Pattern)
@@ -112,6 +125,9 @@ func (p *Param) checkBound(v string) error {
 func (p *Param) Parse(raw string) (any, error) {
 	switch p.Type {
 	case TypeString:
+		if err := p.Format.check(raw); err != nil {
+			return nil, fmt.Errorf("must be %s: %w", p.Format.what(), err)
+		}
 		if p.re != nil && !p.re.MatchString(raw) {
 			return nil, fmt.Errorf("must match %s", p.Pattern)
 		}
@@ -184,6 +200,9 @@ func (p *Param) Parse(raw string) (any, error) {
 			if it == "" {
 				return nil, errors.New("must be a comma-separated list without empty items")
 			}
+			if err := p.Format.check(it); err != nil {
+				return nil, fmt.Errorf("item %q must be %s: %w", it, p.Format.what(), err)
+			}
 			if p.re != nil && !p.re.MatchString(it) {
 				return nil, fmt.Errorf("item %q must match %s", it, p.Pattern)
 			}
@@ -201,6 +220,34 @@ func (p *Param) Parse(raw string) (any, error) {
 		return items, nil
 	}
 	return nil, fmt.Errorf("unknown type %q", p.Type)
+}
+
+// check returns what is wrong with s for format f; nil when it has
+// none.
+func (f Format) check(s string) error {
+	if f == FormatImage {
+		return imageref.Check(s)
+	}
+	return nil
+}
+
+// what names what a value of format f is, for messages.
+func (f Format) what() string {
+	if f == FormatImage {
+		return "a container image reference"
+	}
+	return string(f)
+}
+
+// FormatRule is what Param.Parse says of a value, or each item of a
+// list, that is not of its format: the prefix, then the format's own
+// words (imageref.Check's for images). graft export's policies say the
+// same.
+func (p *Param) FormatRule() string {
+	if p.Format == "" {
+		return ""
+	}
+	return "must be " + p.Format.what() + ": "
 }
 
 var paramNameRE = regexp.MustCompile(`^[a-z][a-zA-Z0-9]*$`)

@@ -51,6 +51,10 @@ type Template struct {
 	Params []Param `json:"parameters,omitempty"`
 	// Fragment is the text/template source of the Pod fragment (YAML). It
 	// must render, with the parameters' defaults, into a valid fragment.
+	// A parameter value cannot change the fragment's structure: it lands,
+	// as text, in the key or scalar where the fragment writes it, however
+	// it is written (quote makes a whole scalar of it; as is, it is text
+	// within its scalar). A mapping may hold a key once.
 	Fragment string `json:"fragment"`
 
 	// File is where the template came from, for messages.
@@ -144,7 +148,10 @@ func (t *Template) init() error {
 	if err := t.checkOS(); err != nil {
 		return err
 	}
-	tmpl, err := template.New(t.Name).Option("missingkey=error").Funcs(funcs).Parse(t.Fragment)
+	if strings.Contains(t.Fragment, tokenPrefix) {
+		return fmt.Errorf("template %s: fragment: contains %s, which graft writes in place of parameter values while it renders", t.Name, tokenPrefix)
+	}
+	tmpl, err := template.New(t.Name).Option("missingkey=error").Funcs(textFuncs).Funcs(funcs).Parse(t.Fragment)
 	if err != nil {
 		return fmt.Errorf("template %s: fragment: %w", t.Name, err)
 	}
@@ -186,15 +193,12 @@ func (t *Template) Render(overrides map[string]string) (*Fragment, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Values render as tokens, which the YAML parser cannot read as
+	// syntax, and are put in place after parsing (opaque.go): no value
+	// changes the document's structure.
 	text, err := t.execute(vals)
 	if err != nil {
 		return nil, err
-	}
-	// A value must not change the document's structure (structure.go):
-	// checked before the fragment is, since such a value may render a
-	// fragment that passes every other rule.
-	if problems := t.checkStructure(vals, text); len(problems) > 0 {
-		return nil, &RenderError{Template: t.Name, Problems: problems}
 	}
 	f, err := parseFragment(text)
 	if err != nil {
@@ -206,21 +210,30 @@ func (t *Template) Render(overrides map[string]string) (*Fragment, error) {
 	return f, nil
 }
 
-// RenderYAML executes the template and returns the raw rendered text, for
-// `graft render` and lint messages. It does not check the text.
+// RenderYAML executes the template and returns the text it writes, each
+// value written where the template puts it, as text/template alone would
+// write it. It does not check the text, which, unlike what Render
+// parses, a value may have given another structure.
 func (t *Template) RenderYAML(overrides map[string]string) ([]byte, error) {
 	vals, err := t.Values(overrides)
 	if err != nil {
 		return nil, err
 	}
-	return t.execute(vals)
+	out, err := t.execute(vals)
+	if err != nil {
+		return nil, err
+	}
+	s, _ := realize(string(out))
+	return []byte(s), nil
 }
 
-// execute runs the fragment with resolved values.
+// execute runs the fragment with resolved values, each string written as
+// a token (opaque.go).
 func (t *Template) execute(vals map[string]any) ([]byte, error) {
 	var buf bytes.Buffer
-	if err := t.tmpl.Execute(&buf, vals); err != nil {
-		return nil, &RenderError{Template: t.Name, Problems: []string{"render: " + err.Error()}, err: err}
+	if err := t.tmpl.Execute(&buf, opaqueValues(vals)); err != nil {
+		msg, _ := realize(err.Error())
+		return nil, &RenderError{Template: t.Name, Problems: []string{"render: " + msg}, err: err}
 	}
 	return buf.Bytes(), nil
 }

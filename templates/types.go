@@ -73,3 +73,15 @@ const (
 	// them; the fragment sees a list of strings.
 	TypeList ParamType = "list"
 )
+
+// Format is what the text of a string parameter, or of each item of a
+// list, must be, past its pattern.
+type Format string
+
+const (
+	// FormatImage is a container image reference,
+	// [registry[:port]/]path[:tag][@algorithm:hex], as container runtimes
+	// parse it, without ".." and without empty path segments. A profile's
+	// allowedImages bound the images graft injects further.
+	FormatImage Format = "image"
+)

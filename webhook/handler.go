@@ -157,6 +157,13 @@ func (s *Server) inject(ctx *fasthttp.RequestCtx, profileName, revisionName []by
 		ctx.Error("unsupported content type: want application/json", fasthttp.StatusUnsupportedMediaType)
 		return
 	}
+	if s.tokens != nil {
+		if err := s.tokens.check(ctx); err != nil {
+			s.log.Warn("request refused: not the API server's token", zap.Error(err))
+			s.refuse(ctx, refusedToken, fasthttp.StatusUnauthorized, err.Error()+"\n")
+			return
+		}
+	}
 
 	st := s.state.Load()
 	timeoutArg := ctx.QueryArgs().Peek("timeout")

@@ -56,8 +56,8 @@ type connLimits struct {
 	perAddr map[netip.Addr]int
 
 	open                   prometheus.Gauge
-	refusedAll, refusedOne prometheus.Counter
-	evicted                prometheus.Counter
+	refusedAll, refusedOne counter
+	evicted                counter
 }
 
 func newConnLimits(maxTotal, maxPerAddr int, m *metrics, port string) *connLimits {
@@ -65,9 +65,9 @@ func newConnLimits(maxTotal, maxPerAddr int, m *metrics, port string) *connLimit
 		maxTotal: maxTotal, maxPerAddr: maxPerAddr,
 		perAddr:    map[netip.Addr]int{},
 		open:       m.conns.WithLabelValues(port),
-		refusedAll: m.connsRefused.WithLabelValues(port, refusedTotal),
-		refusedOne: m.connsRefused.WithLabelValues(port, refusedPerAddress),
-		evicted:    m.connsEvicted.WithLabelValues(port),
+		refusedAll: newCounter(m.connsRefused, "graft_connections_refused_total", port, refusedTotal),
+		refusedOne: newCounter(m.connsRefused, "graft_connections_refused_total", port, refusedPerAddress),
+		evicted:    newCounter(m.connsEvicted, "graft_connections_evicted_total", port),
 	}
 }
 

@@ -3,6 +3,7 @@ package webhook
 import (
 	"math"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,7 +27,12 @@ const (
 
 // metrics are graft's Prometheus series. Every label value is bound once
 // (at start, or when a reload brings new profiles or templates) so that
-// the request path only increments ready-made counters.
+// the request path only increments ready-made counters. A counter's
+// series appears on /metrics when it first counts, except those the
+// alerts of deploy/components/monitoring read with rate() or increase(),
+// which need a zero sample before the first event (alertSeries): so
+// /metrics shows what happened and what the alerts watch, not every
+// combination of labels graft could count.
 type metrics struct {
 	requests   *prometheus.CounterVec
 	injections *prometheus.CounterVec
@@ -34,23 +40,85 @@ type metrics struct {
 	patchBytes prometheus.Histogram
 	inflight   prometheus.Gauge
 	certExpiry prometheus.Gauge
-	reloadOK   prometheus.Counter
-	reloadErr  prometheus.Counter
+	reloadOK   counter
+	reloadErr  counter
 	// tlsReloadOK and tlsReloadErr count reloads of the serving
 	// certificate and of the client CAs.
-	tlsReloadOK  prometheus.Counter
-	tlsReloadErr prometheus.Counter
+	tlsReloadOK  counter
+	tlsReloadErr counter
 	// skips and failures are indexed by inject.Reason; nil where a reason
 	// does not belong to the series.
-	skips    []prometheus.Counter
-	failures []prometheus.Counter
+	skips    []counter
+	failures []counter
 	// conns and connsRefused are by port (webhook, admin); refusals are
 	// requests refused before the engine, bound by reason.
 	conns        *prometheus.GaugeVec
 	connsRefused *prometheus.CounterVec
 	connsEvicted *prometheus.CounterVec
 	bodyBytes    prometheus.Gauge
-	refusals     map[string]prometheus.Counter
+	refusals     map[string]counter
+}
+
+// counter is a counter the request path increments.
+type counter interface{ Inc() }
+
+// lazyCounter is a series of vec created when it first counts. The
+// request path pays an atomic load; the first count, the series.
+type lazyCounter struct {
+	vec    *prometheus.CounterVec
+	labels []string
+	c      atomic.Pointer[prometheus.Counter]
+}
+
+func (l *lazyCounter) Inc() {
+	c := l.c.Load()
+	if c == nil {
+		// Two first counts at once get the same series from the vector.
+		s := l.vec.WithLabelValues(l.labels...)
+		l.c.Store(&s)
+		c = &s
+	}
+	(*c).Inc()
+}
+
+// newCounter is vec's series with labels: created now when the alerts
+// read it (alertSeries), else on its first count.
+func newCounter(vec *prometheus.CounterVec, name string, labels ...string) counter {
+	if alertSeries(name, labels...) {
+		return vec.WithLabelValues(labels...)
+	}
+	return &lazyCounter{vec: vec, labels: labels}
+}
+
+// Label values the alerts select: GraftFailingOpen (result fail-open),
+// GraftDenyingOnFailure (deny; failures invalid-params,
+// template-selection, conflict), GraftInternalErrors (error;
+// internal-error), GraftBudgetExceeded, GraftOverloaded,
+// GraftConfigReloadFailed and GraftCertReloadFailed (result error).
+// TestAlertSeriesInitialised holds this list and the rules to each
+// other.
+var (
+	alertResults  = []string{inject.DecisionFailOpen.String(), inject.DecisionDeny.String()}
+	alertFailures = []string{inject.ReasonInvalidParams.String(), inject.ReasonTemplateSelection.String(), inject.ReasonConflict.String(),
+		inject.ReasonBudgetExceeded.String(), inject.ReasonOverload.String(), inject.ReasonInternal.String()}
+)
+
+// alertSeries reports whether the series of metric name with labels is
+// one an alert reads: created, at zero, before anything happens.
+func alertSeries(name string, labels ...string) bool {
+	switch name {
+	case "graft_admission_requests_total": // profile, revision, operation, result
+		op, result := labels[2], labels[3]
+		if labels[1] == unknownRevision { // HTTP errors, before a revision is chosen
+			return op == inject.OpUnknown.String() && result == resultError
+		}
+		return op == inject.OpCreate.String() && slices.Contains(alertResults, result)
+	case "graft_admission_failures_total":
+		return slices.Contains(alertFailures, labels[0])
+	case "graft_config_reloads_total", "graft_tls_reloads_total":
+		return labels[0] == "error"
+	}
+	return false
 }
 
 // durationLadder are the duration histogram's fixed bounds, from the
@@ -146,18 +214,16 @@ func newMetrics(reg prometheus.Registerer, budget time.Duration) (*metrics, erro
 	})
 	refusals := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "graft_http_refusals_total",
-		Help: "Requests refused before the engine by reason: HTTP no API server sends, or a body over a limit.",
+		Help: "Requests refused before the engine by reason: HTTP no API server sends, a body over a limit, or no token of the API server's.",
 	}, []string{"reason"})
-	m.refusals = map[string]prometheus.Counter{}
+	m.refusals = map[string]counter{}
 	for _, r := range []string{refusedBareLF, refusedHTTPVersion, refusedConflictingFrame, refusedChunked,
-		refusedBodyTooLarge, refusedBodyBudget, refusedBodyRead} {
-		m.refusals[r] = refusals.WithLabelValues(r)
+		refusedBodyTooLarge, refusedBodyBudget, refusedBodyRead, refusedToken} {
+		m.refusals[r] = newCounter(refusals, "graft_http_refusals_total", r)
 	}
+	// Open connections are a state, zero until one opens.
 	for _, port := range []string{portWebhook, portAdmin} {
 		m.conns.WithLabelValues(port)
-		m.connsRefused.WithLabelValues(port, refusedTotal)
-		m.connsRefused.WithLabelValues(port, refusedPerAddress)
-		m.connsEvicted.WithLabelValues(port)
 	}
 
 	for _, c := range []prometheus.Collector{
@@ -170,20 +236,20 @@ func newMetrics(reg prometheus.Registerer, budget time.Duration) (*metrics, erro
 			return nil, err
 		}
 	}
-	m.reloadOK = reloads.WithLabelValues("success")
-	m.reloadErr = reloads.WithLabelValues("error")
-	m.tlsReloadOK = tlsReloads.WithLabelValues("success")
-	m.tlsReloadErr = tlsReloads.WithLabelValues("error")
+	m.reloadOK = newCounter(reloads, "graft_config_reloads_total", "success")
+	m.reloadErr = newCounter(reloads, "graft_config_reloads_total", "error")
+	m.tlsReloadOK = newCounter(tlsReloads, "graft_tls_reloads_total", "success")
+	m.tlsReloadErr = newCounter(tlsReloads, "graft_tls_reloads_total", "error")
 	reasons := inject.Reasons()
-	m.skips = make([]prometheus.Counter, len(reasons))
-	m.failures = make([]prometheus.Counter, len(reasons))
+	m.skips = make([]counter, len(reasons))
+	m.failures = make([]counter, len(reasons))
 	for _, r := range reasons {
 		switch {
 		case r == inject.ReasonNone:
 		case r.IsSkip():
-			m.skips[r] = skips.WithLabelValues(r.String())
+			m.skips[r] = newCounter(skips, "graft_skips_total", r.String())
 		default:
-			m.failures[r] = failures.WithLabelValues(r.String())
+			m.failures[r] = newCounter(failures, "graft_admission_failures_total", r.String())
 		}
 	}
 	return m, nil
@@ -197,11 +263,11 @@ const (
 
 // refusal is the counter of requests refused for reason, one of the
 // refused* constants.
-func (m *metrics) refusal(reason string) prometheus.Counter { return m.refusals[reason] }
+func (m *metrics) refusal(reason string) counter { return m.refusals[reason] }
 
 // profileCounters are one profile's request counters by operation and
 // result; the last result column is resultError.
-type profileCounters [][]prometheus.Counter
+type profileCounters [][]counter
 
 // bindings are the label values that depend on the configuration: bound
 // when the engines are built, swapped in with them. Counters are looked
@@ -209,13 +275,13 @@ type profileCounters [][]prometheus.Counter
 type bindings struct {
 	requests   map[string]map[string]profileCounters
 	unknown    profileCounters // unknown profile or revision
-	injections map[string]map[string]prometheus.Counter
+	injections map[string]map[string]counter
 }
 
 func (m *metrics) bind(revisions, profiles, templateNames []string) *bindings {
 	b := &bindings{
 		requests:   make(map[string]map[string]profileCounters, len(revisions)+1),
-		injections: make(map[string]map[string]prometheus.Counter, len(revisions)),
+		injections: make(map[string]map[string]counter, len(revisions)),
 	}
 	// HTTP errors come before a revision is chosen: they are counted
 	// under the revision "unknown", for a known profile or not.
@@ -228,9 +294,9 @@ func (m *metrics) bind(revisions, profiles, templateNames []string) *bindings {
 	}
 	b.unknown = m.profileCounters(unknownProfile, unknownRevision)
 	for _, rev := range revisions {
-		tcs := make(map[string]prometheus.Counter, len(templateNames))
+		tcs := make(map[string]counter, len(templateNames))
 		for _, t := range templateNames {
-			tcs[t] = m.injections.WithLabelValues(t, rev)
+			tcs[t] = newCounter(m.injections, "graft_injections_total", t, rev)
 		}
 		b.injections[rev] = tcs
 	}
@@ -242,11 +308,11 @@ func (m *metrics) profileCounters(profile, revision string) profileCounters {
 	decisions := inject.Decisions()
 	pc := make(profileCounters, len(ops))
 	for _, op := range ops {
-		row := make([]prometheus.Counter, len(decisions)+1)
+		row := make([]counter, len(decisions)+1)
 		for _, d := range decisions {
-			row[d] = m.requests.WithLabelValues(profile, revision, op.String(), d.String())
+			row[d] = newCounter(m.requests, "graft_admission_requests_total", profile, revision, op.String(), d.String())
 		}
-		row[len(decisions)] = m.requests.WithLabelValues(profile, revision, op.String(), resultError)
+		row[len(decisions)] = newCounter(m.requests, "graft_admission_requests_total", profile, revision, op.String(), resultError)
 		pc[op] = row
 	}
 	return pc

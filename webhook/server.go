@@ -45,6 +45,11 @@ type Options struct {
 	// configuration or certificate reload attempt and its error.
 	OnReload     func(error)
 	OnCertReload func(error)
+	// TokenReviewer reviews the API server's tokens; required when the
+	// configuration sets server.apiServerToken, unused otherwise. It is
+	// built on first use, so graft without the setting never reaches the
+	// API server.
+	TokenReviewer func() (TokenReviewer, error)
 }
 
 // Server is graft's webhook server. Build it with New, then call Run once;
@@ -79,6 +84,9 @@ type Server struct {
 	metricsOnWebhookPort bool
 	// bodies bounds the bytes request bodies hold (body.go).
 	bodies *bodyBudget
+	// tokens checks the API server's token (apitoken.go); nil when
+	// server.apiServerToken is not set.
+	tokens *tokenAuth
 }
 
 // The admin port's bounds. It serves probes (the kubelet opens a
@@ -127,6 +135,18 @@ func (s *Server) init(o Options) error {
 		return err
 	}
 	s.state.Store(st)
+	if cfg := l.file.Server.APIServerToken; cfg != nil {
+		if o.TokenReviewer == nil {
+			return errors.New("server.apiServerToken is set, but this server has no way to review tokens")
+		}
+		review, err := o.TokenReviewer()
+		if err != nil {
+			return fmt.Errorf("server.apiServerToken: %w", err)
+		}
+		s.tokens = newTokenAuth(cfg, review, s.now)
+		s.log.Info("requiring the API server's token", zap.String("audience", cfg.Audience),
+			zap.String("webhook_configuration", cfg.WebhookConfiguration))
+	}
 	if o.Level != nil {
 		if lvl, err := parseLevel(st.settings.LogLevel); err == nil {
 			o.Level.SetLevel(lvl)

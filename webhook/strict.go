@@ -96,6 +96,8 @@ const (
 	refusedBodyTooLarge     = "body_too_large"
 	refusedBodyBudget       = "body_bytes_in_flight"
 	refusedBodyRead         = "body_read"
+	// refusedToken: no valid token of the API server's (apitoken.go).
+	refusedToken = "api_server_token"
 )
 
 // strictRequest refuses a request no API server sends. It answers and

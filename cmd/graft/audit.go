@@ -73,6 +73,7 @@ Exit codes: 0 done; 1 an error; 3 a Pod is in a class --fail-on lists.`,
 	fl.StringVarP(&f.namespace, "namespace", "n", "", "namespace to audit (default: the kubeconfig context's)")
 	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "audit every namespace")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table, json or prometheus")
+	registerFormats(cmd, "table", "json", "prometheus")
 	fl.BoolVar(&f.workloads, "workloads", false, "one line per workload instead of per Pod (table output)")
 	fl.StringVar(&f.failOn, "fail-on", "", "exit with code 3 when a Pod is in one of these classes: comma-separated, e.g. stale,missing,spoofed")
 	fl.Int64Var(&f.chunkSize, "chunk-size", 500, "objects per LIST page")

@@ -54,7 +54,7 @@ the previous ca.crt so the API server trusts both while replicas reload.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.service, "service", "graft", "name of graft's Service")
-	fl.StringVar(&f.namespace, "namespace", "graft-system", "namespace of graft's Service")
+	fl.StringVarP(&f.namespace, "namespace", "n", "graft-system", "namespace of graft's Service")
 	fl.StringVar(&f.out, "out", "", "directory to write the files into (created if missing)")
 	fl.IntVar(&f.days, "days", 365, "validity of both certificates, in days (1-3650)")
 	fl.StringSliceVar(&f.dnsNames, "dns", nil, "extra DNS names for the serving certificate")

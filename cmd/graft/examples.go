@@ -8,7 +8,7 @@ const rootExample = `  # What the webhook would do to a manifest, and why
   graft explain -f app.yaml
 
   # Which graft this is
-  graft --version`
+  graft version`
 
 const serveExample = `  # Serve with a certificate and a configuration, as the shipped Deployment does
   graft serve --tls-cert /etc/graft/tls/tls.crt --tls-key /etc/graft/tls/tls.key --config /etc/graft/config/config.yaml
@@ -20,7 +20,7 @@ const injectExample = `  # Inject into the Pods of a manifest and apply it
   graft inject -f app.yaml | kubectl apply -f -
 
   # A directory and its subdirectories, as if in namespace shop, with a profile
-  graft inject -R -f manifests/ -n shop --profile mesh
+  graft inject -R -f manifests/ -n shop --profile mesh-proxy
 
   # A manifest from a URL, with the cluster's configuration, as JSON
   graft inject -f https://example.com/app.yaml --config graft-config.yaml -o json
@@ -29,7 +29,7 @@ const injectExample = `  # Inject into the Pods of a manifest and apply it
   graft inject --in-place -f app.yaml -f db.yaml
 
   # As if the namespaces were labelled so
-  graft inject -f app.yaml --namespace-labels graft.dev/inject=enabled,graft.dev/rev=canary`
+  graft inject -f app.yaml --namespace-labels graft.dev/inject=mesh-proxy`
 
 const explainExample = `  # Why graft would (or would not) inject into the Pods of a manifest
   graft explain -f app.yaml
@@ -67,8 +67,15 @@ const renderExample = `  # The fragment the built-in mesh-proxy template renders
   # A template of an overlay directory, as JSON
   graft render agent --templates-dir ./templates -o json`
 
-const templatesExample = `  graft templates lint ./my-templates
+const templatesExample = `  graft templates list
+  graft templates lint ./my-templates
   graft templates docs -o templates/README.md`
+
+const templatesListExample = `  # The built-in templates
+  graft templates list
+
+  # What graft serves with a configuration and its template overlay, as JSON
+  graft templates list --config graft-config.yaml --templates-dir ./templates -o json`
 
 const templatesLintExample = `  # Check a directory of templates, as make lint-templates does the built-in ones
   graft templates lint ./my-templates`
@@ -92,7 +99,7 @@ const exportExample = `  # Compile the default profile into admission policies, 
   graft export | kubectl apply -f -
 
   # Another profile of a configuration, with its template overlay
-  graft export --profile mesh --config graft-config.yaml --templates-dir ./templates`
+  graft export --profile mesh-proxy --config graft-config.yaml --templates-dir ./templates`
 
 const webhooksExample = `  # The webhooks a configuration needs, for graft's Service in graft-system
   graft webhooks --config graft-config.yaml
@@ -110,13 +117,19 @@ const versionExample = `  graft version
 
   # Also the version of the graft a cluster runs, through its admin port
   # (with kubectl -n graft-system port-forward deploy/graft 8080 running)
-  graft version --server http://localhost:8080`
+  graft version --server http://localhost:8080
+
+  # For machines
+  graft version -o json`
 
 const rolloutExample = `  # The plan: which workloads run a stale sidecar or lack one (changes nothing)
   graft rollout -n shop
 
-  # Carry it out, two owners at a time, upgrading sidecar images in place where possible
-  graft rollout -A --apply --in-place --max-concurrent 2
+  # What the API server would say to each change, changing nothing
+  graft rollout -n shop --dry-run=server
+
+  # Carry it out in every namespace, two owners at a time, upgrading sidecar images in place where possible
+  graft rollout -A --apply --yes --in-place --max-concurrent 2
 
   # Only the owners of Pods that lack their sidecars, as JSON
   graft rollout -n shop --classes missing -o json`

@@ -2,10 +2,17 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/spf13/cobra"
+
+	"github.com/graftdev/graft/internal/live"
 )
 
 // Every command has examples, and every example line is a command line
@@ -103,4 +110,167 @@ func TestExamplesParseCatches(t *testing.T) {
 			t.Errorf("%q passed", tt.line)
 		}
 	}
+}
+
+// exampleNotRun says why an example line is not run by TestExamplesRun
+// ("" when it is): the line needs what a test here does not have.
+func exampleNotRun(c *cobra.Command, words []string) string {
+	switch c.Name() {
+	case "serve":
+		return "serves until stopped"
+	case "audit", "rollout", "watchdog":
+		return "reads a cluster"
+	case "probe":
+		return "needs a graft serving"
+	case "explain":
+		if _, _, ok := live.ParseRef(words[len(words)-1]); ok || slices.ContainsFunc(words, func(w string) bool { return strings.Contains(w, "/") && !strings.Contains(w, ".") }) {
+			return "reads a cluster"
+		}
+	case "version":
+		if slices.Contains(words, "--server") {
+			return "needs a graft serving"
+		}
+	}
+	if slices.ContainsFunc(words, func(w string) bool { return strings.HasPrefix(w, "https://") }) {
+		return "fetches from the network"
+	}
+	return ""
+}
+
+// The files the examples name, as a user would have them.
+const examplesFixtures = `-- app.yaml --
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+        - name: web
+          image: registry.example/web:1.0.0
+-- db.yaml --
+apiVersion: v1
+kind: Pod
+metadata:
+  name: db
+spec:
+  containers:
+    - name: db
+      image: registry.example/db:1.0.0
+-- manifests/web.yaml --
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+        - name: web
+          image: registry.example/web:1.0.0
+-- manifests/jobs/report.yaml --
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: report
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: report
+          image: registry.example/report:1.0.0
+`
+
+// TestExamplesRun runs every example line of the commands' help that
+// needs no cluster, server or network, each command's in order, against
+// the files they name (a configuration and templates as deploy/base
+// ships them); exampleNotRun says why the others are not. A line piped
+// into another program runs up to the pipe.
+func TestExamplesRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the help's examples")
+	}
+	dir := t.TempDir()
+	var walk func(c *cobra.Command)
+	ran := 0
+	walk = func(c *cobra.Command) {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
+			return
+		}
+		script := "# The examples of " + c.CommandPath() + ".\n"
+		for _, line := range strings.Split(c.Example, "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			line, _, _ = strings.Cut(line, " | ")
+			words := strings.Fields(line)
+			doc, _, err := newRootCmd().Find(words[1:])
+			if err != nil {
+				t.Errorf("%q: %v", line, err)
+				continue
+			}
+			if why := exampleNotRun(doc, words); why != "" {
+				script += "# not run, " + why + ": " + line + "\n"
+				continue
+			}
+			script += "exec " + line + "\n"
+			ran++
+		}
+		name := strings.ReplaceAll(c.CommandPath(), " ", "_") + ".txtar"
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(script+examplesFixtures), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd())
+	if ran < 20 {
+		t.Fatalf("%d example lines to run: the walk missed some", ran)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:                 dir,
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			// graft-config.yaml and ./templates as deploy/base ships them;
+			// my-templates another directory of templates; an injected
+			// manifest to uninject.
+			copies := map[string]string{
+				"graft-config.yaml":   repoPath("deploy", "base", "config.yaml"),
+				"templates/README.md": repoPath("templates", "README.md"),
+			}
+			for to, from := range copies {
+				data, err := os.ReadFile(from)
+				if err != nil {
+					return err
+				}
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(env.WorkDir, to)), 0o755); err != nil {
+					return err
+				}
+				if err := os.WriteFile(filepath.Join(env.WorkDir, to), data, 0o644); err != nil {
+					return err
+				}
+			}
+			for _, d := range []string{"templates", "my-templates"} {
+				if err := os.CopyFS(filepath.Join(env.WorkDir, d), os.DirFS(repoPath("deploy", "base", "templates"))); err != nil {
+					return err
+				}
+			}
+			var stderr strings.Builder
+			if code := run([]string{"inject", "-f", filepath.Join(env.WorkDir, "app.yaml"), "--output-file", filepath.Join(env.WorkDir, "injected.yaml")},
+				strings.NewReader(""), io.Discard, &stderr); code != 0 {
+				return fmt.Errorf("injecting app.yaml: %s", stderr.String())
+			}
+			return nil
+		},
+	})
 }

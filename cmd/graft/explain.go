@@ -51,6 +51,7 @@ stderr.`,
 				return err
 			}
 			out, err := run.Explain(f.output == "json")
+			run.Report().Flush(err)
 			if err != nil {
 				return err
 			}

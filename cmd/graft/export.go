@@ -33,6 +33,9 @@ with the template, the fragment line and the reason; then nothing is written.`,
 					profile = "enabled"
 				}
 			}
+			if err := offline.CheckProfile(cfg, profile); err != nil {
+				return err
+			}
 			pols, err := export.Export(cfg, set, profile)
 			if err != nil {
 				return err
@@ -49,5 +52,6 @@ with the template, the fragment line and the reason; then nothing is written.`,
 	fl.StringVar(&profile, "profile", "", "profile to export (default: the configuration's default profile)")
 	fl.StringVar(&configFile, "config", "", "engine configuration file (YAML), as given to graft serve")
 	fl.StringVar(&templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
+	_ = cmd.RegisterFlagCompletionFunc("profile", completeProfiles)
 	return cmd
 }

@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/live"
@@ -46,6 +49,9 @@ func (f *offlineFlags) register(cmd *cobra.Command, formats ...string) {
 	fl.StringVar(&f.namespaceLabels, "namespace-labels", "", "labels of the namespaces that have no Namespace object in the input: key=value,...")
 	fl.StringVarP(&f.output, "output", "o", formats[0], "output format: "+strings.Join(formats, " or "))
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "say nothing on stderr but warnings and errors")
+	_ = cmd.RegisterFlagCompletionFunc("profile", completeProfiles)
+	_ = cmd.RegisterFlagCompletionFunc("revision", completeRevisions)
+	registerFormats(cmd, formats...)
 }
 
 // open checks the flags and reads the input (the -f files, then the
@@ -213,4 +219,26 @@ func commandContext(cmd *cobra.Command) context.Context {
 		return ctx
 	}
 	return context.Background()
+}
+
+// writeStructured writes v as indented JSON or as YAML (format json or
+// yaml), each ending in a line break.
+func writeStructured(w io.Writer, format string, v any) error {
+	js, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	out := append(js, '\n')
+	if format == "yaml" {
+		if out, err = yaml.JSONToYAML(js); err != nil {
+			return err
+		}
+	}
+	_, err = w.Write(out)
+	return err
+}
+
+// registerFormats completes -o with the command's formats.
+func registerFormats(cmd *cobra.Command, formats ...string) {
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 }

@@ -89,7 +89,7 @@ entries of templates of your own.`,
 	fl := cmd.Flags()
 	fl.StringVar(&configFile, "config", "", "configuration file (YAML), as given to graft serve")
 	fl.StringVar(&templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones (default: the config file's server.templatesDir)")
-	fl.StringVar(&o.Namespace, "namespace", "graft-system", "graft's namespace: never checked, and named in the messages")
+	fl.StringVarP(&o.Namespace, "namespace", "n", "graft-system", "graft's namespace: never checked, and named in the messages")
 	fl.StringVar(&o.Service, "service", "graft", "name of graft's Service, which starts the policies' names")
 	fl.BoolVar(&checks, "checks", false, "write what the policies compare of each template (built-in, overlaid by --templates-dir) as JSON instead")
 	fl.BoolVar(&tpl, "chart-template", false, "write the policies' assembly, the Helm chart's templates/_guarantee.tpl, instead")

@@ -42,10 +42,13 @@ kube-inject's -o FILE is --output-file FILE here.`,
 					return err
 				}
 			}
-			if err := run.Inject(f.output == "json"); err != nil {
-				return err
+			err = run.Inject(f.output == "json")
+			if err == nil {
+				err = writeManifests(cmd, run.Files(), f.output, outputFile, inPlace)
 			}
-			return writeManifests(cmd, run.Files(), f.output, outputFile, inPlace)
+			// What happened to each object is said once it is written.
+			run.Report().Flush(err)
+			return err
 		},
 	}
 	f.register(cmd, "yaml", "json")

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -33,7 +34,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.Execute(); err != nil {
-		fmt.Fprintln(stderr, "graft:", err)
+		// An error may list several problems, one a line: each gets the
+		// prefix, so every line says who is talking.
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintln(stderr, "graft:", line)
+		}
 		var code *exitError
 		if errors.As(err, &code) {
 			return code.code
@@ -62,6 +67,9 @@ func newRootCmd() *cobra.Command {
 		Version:       buildInfo().Version,
 	}
 	root.SetVersionTemplate(buildInfo().String())
+	// --version without cobra's -v: kubectl's -v is its verbosity, and a
+	// user's habit must not print a version instead.
+	root.Flags().Bool("version", false, "print graft's version (as graft version does)")
 	root.AddCommand(
 		newServeCmd(),
 		newInjectCmd(),

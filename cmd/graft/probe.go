@@ -44,7 +44,7 @@ reached.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.caFile, "ca-file", "", "PEM CA certificates to verify graft's certificate with (default: the system's)")
-	fl.StringVar(&f.namespace, "namespace", "graft-probe", "namespace of the Pod in the review (graft must not exclude it)")
+	fl.StringVarP(&f.namespace, "namespace", "n", "graft-probe", "namespace of the Pod in the review (graft must not exclude it)")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long to wait for the answer")
 	return cmd
 }

@@ -23,7 +23,8 @@ func newRenderCmd() *cobra.Command {
 		Long: `render renders one template with its parameters' defaults, overridden by
 --set, validates every value and the result as the engine does, and prints
 the fragment graft would add to a Pod.`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeTemplates,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(output, "yaml", "json"); err != nil {
 				return err
@@ -44,6 +45,7 @@ the fragment graft would add to a Pod.`,
 	cmd.Flags().StringVar(&configFile, "config", "", "configuration file, as given to graft serve: its server.templatesDir is used")
 	cmd.Flags().StringVar(&templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones (default: the config file's server.templatesDir)")
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
+	registerFormats(cmd, "yaml", "json")
 	return cmd
 }
 

@@ -32,8 +32,9 @@ type rolloutFlags struct {
 	allNamespaces bool
 	output        string
 	classes       string
-	dryRun        bool
+	dryRun        string
 	apply         bool
+	yes           bool
 	inPlace       bool
 	maxConcurrent int
 	timeout       time.Duration
@@ -59,7 +60,12 @@ would not inject are reported, never deleted. Like graft audit, it judges
 by the configuration graft's Deployment mounts (--config and
 --templates-dir name files instead) and says which on stderr.
 
-By default it only plans (--dry-run). --apply acts: at most
+It reads one namespace, as kubectl does: -n NAMESPACE, else the
+kubeconfig context's namespace; -A (--all-namespaces) every namespace.
+
+By default it only plans (--dry-run=client); --dry-run=server also sends
+each change to the API server as a dry run, which validates and admits
+it and persists nothing. --apply (--dry-run=none) acts: at most
 --max-concurrent owners at a time, each restarted only if no
 PodDisruptionBudget selecting its Pods allows zero disruptions at that
 moment (such owners are skipped and reported), then waited for until its
@@ -73,6 +79,9 @@ changes nothing but the images of native sidecars: it patches
 spec.initContainers[i].image and graft.dev/status (and graft.dev/injected)
 so the kubelet restarts only those containers and the app keeps running.
 A Pod it refuses, with a reason, is restarted with its owner.
+
+A change that acts on more than one namespace says on how many; on a
+terminal it is refused unless --yes confirms it.
 
 Progress goes to stderr: a status line on a terminal, plain lines
 otherwise. The plan or result goes to stdout: -o table (default) or json
@@ -88,12 +97,17 @@ aside); 1 an error; 4 a rollout failed or timed out and the run stopped;
 	fl := cmd.Flags()
 	f.cluster.register(cmd)
 	f.cluster.registerGraft(cmd)
-	fl.StringVarP(&f.namespace, "namespace", "n", "", "roll out this namespace only")
-	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "roll out every namespace (the default)")
+	fl.StringVarP(&f.namespace, "namespace", "n", "", "namespace to roll out (default: the kubeconfig context's)")
+	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "roll out every namespace")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
 	fl.StringVar(&f.classes, "classes", "stale,missing", "audit classes whose Pods put their owner on the plan: stale, missing or both")
-	fl.BoolVar(&f.dryRun, "dry-run", true, "only plan: change nothing (the default; --apply acts)")
-	fl.BoolVar(&f.apply, "apply", false, "carry out the plan")
+	fl.StringVar(&f.dryRun, "dry-run", "client", "client: only plan; server: also have the API server accept each change, persisting nothing; none: act (as --apply)")
+	fl.Lookup("dry-run").NoOptDefVal = "client"
+	fl.BoolVar(&f.apply, "apply", false, "carry out the plan (--dry-run=none)")
+	fl.BoolVar(&f.yes, "yes", false, "act on more than one namespace without being asked to confirm")
+	registerFormats(cmd, "table", "json")
+	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions([]string{"none", "client", "server"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("classes", cobra.FixedCompletions([]string{"stale", "missing", "stale,missing"}, cobra.ShellCompDirectiveNoFileComp))
 	fl.BoolVar(&f.inPlace, "in-place", false, "upgrade Pods whose new revision changes only native sidecars' images in place, without a restart")
 	fl.IntVar(&f.maxConcurrent, "max-concurrent", 1, "owners rolled out at once")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long each owner's rollout may take")
@@ -110,10 +124,10 @@ func runRollout(cmd *cobra.Command, f *rolloutFlags) error {
 	if f.allNamespaces && f.namespace != "" {
 		return errors.New("give either -n NAMESPACE or -A, not both")
 	}
-	if f.apply && cmd.Flags().Changed("dry-run") && f.dryRun {
-		return errors.New("give either --apply or --dry-run, not both")
+	mode, err := rolloutMode(f.dryRun, f.apply, cmd.Flags().Changed("dry-run"))
+	if err != nil {
+		return err
 	}
-	dryRun := !f.apply
 	if f.maxConcurrent < 1 {
 		return fmt.Errorf("--max-concurrent %d: want at least 1", f.maxConcurrent)
 	}
@@ -133,10 +147,11 @@ func runRollout(cmd *cobra.Command, f *rolloutFlags) error {
 	if err != nil {
 		return err
 	}
-	cluster, err := live.Connect(f.cluster.config(""))
+	cluster, err := live.Connect(f.cluster.config(f.namespace))
 	if err != nil {
 		return err
 	}
+	scope := auditScope(cluster, f.allNamespaces)
 	ctx := commandContext(cmd)
 	if engine == nil {
 		if engine, source, err = f.cluster.liveEngine(ctx, cluster, "", ""); err != nil {
@@ -150,7 +165,7 @@ func runRollout(cmd *cobra.Command, f *rolloutFlags) error {
 	if f.inPlace {
 		upgrader = rollout.NewUpgrader(engine)
 	}
-	err = cluster.Classify(ctx, audit.New(engine), f.namespace, f.chunkSize, func(ns audit.Namespace, p audit.Pod, r *audit.PodResult) error {
+	err = cluster.Classify(ctx, audit.New(engine), scope, f.chunkSize, func(ns audit.Namespace, p audit.Pod, r *audit.PodResult) error {
 		if !planner.Wants(r.Verdict) {
 			return nil
 		}
@@ -167,15 +182,21 @@ func runRollout(cmd *cobra.Command, f *rolloutFlags) error {
 		return err
 	}
 	plan := planner.Plan()
-	if dryRun {
+	if mode == dryRunClient {
 		return rollout.Write(cmd.OutOrStdout(), f.output, plan, true, start, 0)
 	}
 	stderr := cmd.ErrOrStderr()
+	if mode == dryRunNone {
+		outTerminal, _ := terminalWidth(cmd.OutOrStdout())
+		if err := confirmNamespaces(stderr, plan, f.yes, outTerminal); err != nil {
+			return err
+		}
+	}
 	terminal, width := terminalWidth(stderr)
 	prog := rollout.NewProgress(stderr, terminal, width, time.Now)
 	applyErr := cluster.Apply(ctx, plan, live.RolloutOptions{MaxConcurrent: f.maxConcurrent, Timeout: f.timeout,
-		Interval: 500 * time.Millisecond, Now: time.Now}, prog)
-	if err := rollout.Write(cmd.OutOrStdout(), f.output, plan, false, start, time.Since(start)); err != nil {
+		Interval: 500 * time.Millisecond, Now: time.Now, DryRun: mode == dryRunServer}, prog)
+	if err := rollout.Write(cmd.OutOrStdout(), f.output, plan, mode == dryRunServer, start, time.Since(start)); err != nil {
 		return err
 	}
 	if applyErr != nil {
@@ -218,4 +239,51 @@ func terminalWidth(w io.Writer) (bool, int) {
 		return true, 0
 	}
 	return true, width
+}
+
+// The --dry-run modes, as kubectl spells them.
+const (
+	dryRunNone   = "none"   // act
+	dryRunClient = "client" // plan only
+	dryRunServer = "server" // plan, and have the API server accept each change
+)
+
+// rolloutMode is the --dry-run mode of the flags: --apply is
+// --dry-run=none, and contradicts another mode given with it.
+func rolloutMode(dryRun string, apply, dryRunChanged bool) (string, error) {
+	switch dryRun {
+	case dryRunNone, dryRunClient, dryRunServer:
+	default:
+		return "", fmt.Errorf("--dry-run=%s: want none, client or server", dryRun)
+	}
+	if !apply {
+		return dryRun, nil
+	}
+	if dryRunChanged && dryRun != dryRunNone {
+		return "", fmt.Errorf("--apply acts and --dry-run=%s does not: give one", dryRun)
+	}
+	return dryRunNone, nil
+}
+
+// confirmNamespaces says on stderr how many namespaces a plan acts on
+// when more than one, and refuses to act on them from a terminal without
+// --yes: a restart across a cluster is worth a second look. From a
+// script (stdout not a terminal) it goes ahead.
+func confirmNamespaces(stderr io.Writer, plan *rollout.Plan, yes, terminal bool) error {
+	namespaces := map[string]bool{}
+	owners := 0
+	for _, it := range plan.Items {
+		if it.Action != rollout.Report {
+			namespaces[it.Namespace] = true
+			owners++
+		}
+	}
+	if len(namespaces) < 2 {
+		return nil
+	}
+	if terminal && !yes {
+		return fmt.Errorf("the plan acts on %d owners in %d namespaces: give --yes to go ahead (or -n NAMESPACE for one)", owners, len(namespaces))
+	}
+	_, err := fmt.Fprintf(stderr, "graft: acting on %d owners in %d namespaces\n", owners, len(namespaces))
+	return err
 }

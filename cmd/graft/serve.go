@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graftdev/graft/config"
+	"github.com/graftdev/graft/internal/live"
 	"github.com/graftdev/graft/webhook"
 )
 
@@ -73,12 +74,13 @@ delay at once.`,
 
 			reg := prometheus.NewRegistry()
 			srv, err := webhook.New(webhook.Options{
-				ConfigPath: configPath,
-				Override:   override,
-				Logger:     log,
-				Level:      &atomicLevel,
-				Registry:   reg,
-				Version:    buildInfo().String(),
+				ConfigPath:    configPath,
+				Override:      override,
+				Logger:        log,
+				Level:         &atomicLevel,
+				Registry:      reg,
+				Version:       buildInfo().String(),
+				TokenReviewer: tokenReviewer,
 			})
 			if err != nil {
 				return err
@@ -130,4 +132,18 @@ func drainOnSignal(parent context.Context, endDrain func()) (ctx context.Context
 		wg.Wait()
 		cancel()
 	}
+}
+
+// tokenReviewer reaches the API server as graft's ServiceAccount (or a
+// kubeconfig's user, outside a cluster) to review the tokens the API
+// server presents (server.apiServerToken).
+func tokenReviewer() (webhook.TokenReviewer, error) {
+	cl, err := live.Connect(live.Config{Timeout: 5 * time.Second, UserAgent: "graft-serve/" + buildInfo().Version})
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, token, audience string) (webhook.TokenReview, error) {
+		r, err := cl.ReviewToken(ctx, token, audience)
+		return webhook.TokenReview(r), err
+	}, nil
 }

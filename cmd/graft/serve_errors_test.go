@@ -69,7 +69,7 @@ func TestServeStartupErrors(t *testing.T) {
 		{"TMPDIR missing", []string{"--tmpdir", filepath.Join(dir, "no-such-tmp")},
 			[]string{"self-signed certificate: no directory for it in " + filepath.Join(dir, "no-such-tmp"), "no such file or directory"}},
 		{"config not YAML", []string{"--config", badConfig},
-			[]string{badConfig + ":2:", "invalid YAML"}},
+			[]string{badConfig + ":3:", "invalid YAML"}},
 		{"empty config", []string{"--config", emptyConfig},
 			[]string{emptyConfig + ":", "no configuration"}},
 		{"missing config", []string{"--config", filepath.Join(dir, "nope.yaml")},

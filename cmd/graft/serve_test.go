@@ -136,10 +136,11 @@ func TestServeRejectsBadFlags(t *testing.T) {
 	}
 }
 
-// waitLog waits for the JSON log line with message msg.
+// waitLog waits for the JSON log line with message msg. The minute only
+// bounds a hang, with room for -race on a loaded machine.
 func waitLog(t *testing.T, logs *lockedBuffer, msg string, exit chan int) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		if m := findLog(logs, msg); m != nil {
 			return m

@@ -15,15 +15,15 @@ import (
 func newTemplatesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "templates",
-		Short:   "Check and document sidecar templates",
+		Short:   "List, check and document sidecar templates",
 		Example: templatesExample,
 		Args:    cobra.NoArgs,
 		// Runnable only so that a missing or unknown subcommand is an error.
 		RunE: func(*cobra.Command, []string) error {
-			return errors.New("templates: missing subcommand: lint or docs")
+			return errors.New("templates: missing subcommand: list, lint or docs")
 		},
 	}
-	cmd.AddCommand(newTemplatesLintCmd(), newTemplatesDocsCmd())
+	cmd.AddCommand(newTemplatesListCmd(), newTemplatesLintCmd(), newTemplatesDocsCmd())
 	return cmd
 }
 

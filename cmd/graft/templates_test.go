@@ -58,7 +58,7 @@ fragment: |
 		{name: "lint needs a dir", args: []string{"templates", "lint"}, code: 1,
 			stderr: "accepts 1 arg(s), received 0"},
 		{name: "no subcommand", args: []string{"templates"}, code: 1,
-			stderr: "graft: templates: missing subcommand: lint or docs"},
+			stderr: "graft: templates: missing subcommand: list, lint or docs"},
 		{name: "unknown subcommand", args: []string{"templates", "fix"}, code: 1,
 			stderr: `graft: unknown command "fix" for "graft templates"`},
 		{name: "docs to stdout", args: []string{"templates", "docs", "--out", "-"},
@@ -69,7 +69,7 @@ fragment: |
 		{name: "docs writes", args: []string{"templates", "docs", "--out", stale}, wantFile: stale},
 		{name: "docs of a broken dir", args: []string{"templates", "docs", "--dir", broken, "--out", "-"}, code: 1,
 			stderr: "graft: templates docs: templates dir " + broken + ": 1 template problem(s):\n" +
-				filepath.Join(broken, "y.yaml") + ": y: error converting YAML to JSON"},
+				"graft: " + filepath.Join(broken, "y.yaml") + ": y: error converting YAML to JSON"},
 		{name: "lint a broken dir", args: []string{"templates", "lint", broken}, code: 1,
 			stdout: filepath.Join(broken, "y.yaml") + ": y: error converting YAML to JSON"},
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/spf13/cobra"
@@ -43,25 +42,30 @@ error. uninject of inject's output gives back inject's input.`,
 			if err != nil {
 				return err
 			}
-			docs := manifest.AllDocuments(in)
-			if !manifest.HasObjects(docs) {
-				return errors.New("no objects in the input")
+			if err := manifest.NoObjectsError(in); err != nil {
+				return err
 			}
+			docs := manifest.AllDocuments(in)
 			if inPlace {
 				if err := manifest.CheckInPlace(in); err != nil {
 					return err
 				}
 			}
-			if err := offline.Uninject(docs, cmd.ErrOrStderr(), quiet, output != "json"); err != nil {
-				return err
+			rep := offline.NewReport(cmd.ErrOrStderr(), quiet, docs)
+			err = offline.Uninject(docs, rep, output != "json")
+			if err == nil {
+				err = writeManifests(cmd, in, output, outputFile, inPlace)
 			}
-			return writeManifests(cmd, in, output, outputFile, inPlace)
+			// What happened to each object is said once it is written.
+			rep.Flush(err)
+			return err
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&files, "filename", "f", nil, "manifest file, directory of manifests, http(s) URL, or - for stdin (repeatable; also as arguments)")
 	fl.BoolVarP(&recursive, "recursive", "R", false, "read the directories' subdirectories too")
 	fl.StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
+	registerFormats(cmd, "yaml", "json")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "say nothing on stderr but warnings and errors")
 	registerOutputFlags(cmd, &outputFile, &inPlace)
 	return cmd

@@ -25,7 +25,8 @@ func buildInfo() buildinfo.Info {
 }
 
 func newVersionCmd() *cobra.Command {
-	var server string
+	var server, output string
+	var client bool
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print graft's version, commit and Go version, and a server's",
@@ -36,25 +37,54 @@ recorded. graft --version prints the same.
 
 With --server, it also prints what a running graft serve answers on its
 admin port's /version (plain HTTP, the port of --admin-addr, 8080 by
-default; in a cluster, kubectl port-forward to it first).`,
+default; in a cluster, kubectl port-forward to it first). --client
+prints this binary's version only, as kubectl version --client does.
+-o json or yaml writes {clientVersion, serverVersion} for machines.`,
 		Example: versionExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(output, "text", "json", "yaml"); err != nil {
+				return err
+			}
+			if client && server != "" {
+				return errors.New("give either --client or --server, not both")
+			}
+			v := versions{Client: buildInfo()}
+			var text string
+			if server != "" {
+				var err error
+				if text, err = serverVersion(commandContext(cmd), http.DefaultClient, server); err != nil {
+					return err
+				}
+				theirs, err := buildinfo.Parse(text)
+				if err != nil {
+					return fmt.Errorf("--server %s: /version: %w", server, err)
+				}
+				v.Server = &theirs
+			}
 			out := cmd.OutOrStdout()
-			if server == "" {
-				_, err := fmt.Fprint(out, buildInfo())
+			switch {
+			case output == "json" || output == "yaml":
+				return writeStructured(out, output, v)
+			case server == "":
+				_, err := fmt.Fprint(out, v.Client)
 				return err
 			}
-			theirs, err := serverVersion(cmd.Context(), http.DefaultClient, server)
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprintf(out, "client: %sserver: %s", buildInfo(), theirs)
+			_, err := fmt.Fprintf(out, "client: %sserver: %s", v.Client, text)
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", "", "also print the version of the graft serving this admin address (http://host:port)")
+	cmd.Flags().BoolVar(&client, "client", false, "print this binary's version only (the default without --server)")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or yaml")
+	registerFormats(cmd, "text", "json", "yaml")
 	return cmd
+}
+
+// versions is graft version's structured output, as kubectl version's.
+type versions struct {
+	Client buildinfo.Info  `json:"clientVersion"`
+	Server *buildinfo.Info `json:"serverVersion,omitempty"`
 }
 
 // serverVersion reads base's /version within 10 s and maxServerVersion

@@ -45,6 +45,6 @@ moving a tag needs no new registration.`,
 	fl := cmd.Flags()
 	fl.StringVar(&configFile, "config", "", "configuration file (YAML), as given to graft serve")
 	fl.StringVar(&o.Service, "service", "graft", "name of graft's Service")
-	fl.StringVar(&o.Namespace, "namespace", "graft-system", "graft's namespace: its Service's, and never sent to graft")
+	fl.StringVarP(&o.Namespace, "namespace", "n", "graft-system", "graft's namespace: its Service's, and never sent to graft")
 	return cmd
 }

@@ -96,7 +96,7 @@ func compile(t *testing.T, pol *regv1.MutatingAdmissionPolicy) *mutator {
 func attributes(p *corev1.Pod) *admission.VersionedAttributes {
 	a := admission.NewAttributesRecord(p, nil, podGVK, p.Namespace, p.Name, podGVR, "", admission.Create,
 		&metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "test"})
-	return &admission.VersionedAttributes{Attributes: a, VersionedObject: p, VersionedKind: podGVK}
+	return &admission.VersionedAttributes{Attributes: a, VersionedObject: admission.NewLazyObject(p), VersionedKind: podGVK}
 }
 
 // fast tells whether the patch takes its fast path for p.

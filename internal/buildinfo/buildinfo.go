@@ -12,12 +12,12 @@ import (
 
 // Info is what is known of a build. Empty fields are unknown.
 type Info struct {
-	Version   string // v1.2.3, a git describe, a Go pseudo-version, or "devel"
-	Revision  string // the VCS commit
-	Time      string // the commit's time, RFC 3339
-	Modified  bool   // built from a tree with uncommitted changes
-	GoVersion string // the toolchain, go1.26.1
-	Platform  string // GOOS/GOARCH
+	Version   string `json:"version"`             // v1.2.3, a git describe, a Go pseudo-version, or "devel"
+	Revision  string `json:"revision,omitempty"`  // the VCS commit
+	Time      string `json:"time,omitempty"`      // the commit's time, RFC 3339
+	Modified  bool   `json:"modified,omitempty"`  // built from a tree with uncommitted changes
+	GoVersion string `json:"goVersion,omitempty"` // the toolchain, go1.26.1
+	Platform  string `json:"platform,omitempty"`  // GOOS/GOARCH
 }
 
 // Stamped is what the build set with -ldflags -X (empty: not set).
@@ -105,4 +105,31 @@ func (in Info) String() string {
 	line("time", in.Time)
 	line("go", strings.TrimSpace(in.GoVersion+" "+in.Platform))
 	return b.String()
+}
+
+// Parse reads what String writes (what a graft serves on /version), so a
+// client can report another graft's build field by field.
+func Parse(text string) (Info, error) {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	v, ok := strings.CutPrefix(lines[0], "graft ")
+	if !ok || v == "" {
+		return Info{}, fmt.Errorf("%q: not a graft version", lines[0])
+	}
+	in := Info{Version: v}
+	for _, l := range lines[1:] {
+		k, val, ok := strings.Cut(strings.TrimSpace(l), ":")
+		if !ok {
+			return Info{}, fmt.Errorf("%q: want key: value", l)
+		}
+		val = strings.TrimSpace(val)
+		switch k {
+		case "revision":
+			in.Revision, in.Modified = strings.CutSuffix(val, " (modified)")
+		case "time":
+			in.Time = val
+		case "go":
+			in.GoVersion, in.Platform, _ = strings.Cut(val, " ")
+		}
+	}
+	return in, nil
 }

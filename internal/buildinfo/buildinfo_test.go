@@ -58,3 +58,22 @@ func TestRead(t *testing.T) {
 		t.Errorf("version %q", in.Version)
 	}
 }
+
+// Parse reads back what String writes, field by field.
+func TestParseString(t *testing.T) {
+	for _, in := range []Info{
+		{Version: "v1.2.3", Revision: "0123456789abcdef", Time: "2026-11-25T10:00:00Z", GoVersion: "go1.26.8", Platform: "linux/amd64"},
+		{Version: "devel-0123456789ab", Revision: "0123456789abcdef0", Modified: true, GoVersion: "go1.26.8"},
+		{Version: "devel"},
+	} {
+		got, err := Parse(in.String())
+		if err != nil || got != in {
+			t.Errorf("Parse(%q) = %+v, %v; want %+v", in.String(), got, err, in)
+		}
+	}
+	for _, bad := range []string{"", "nginx 1.25\n", "graft v1\n  no colon\n"} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("Parse(%q) succeeded", bad)
+		}
+	}
+}

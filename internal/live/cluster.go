@@ -1,8 +1,9 @@
 // Package live is graft's reading of a running cluster, for graft audit
 // and graft explain KIND/NAME: paged LISTs and GETs of Namespaces, Pods
 // and the workloads that own them, turned into what package audit and
-// the engine take. It is the only user of client-go in graft's module
-// (a test holds that); it writes nothing to the cluster.
+// the engine take; and graft serve's TokenReviews of the API server's
+// token. It is the only user of client-go in graft's module (a test
+// holds that).
 package live
 
 import (

@@ -175,13 +175,13 @@ func restartPatch(at time.Time) ([]byte, error) {
 }
 
 // restartOwner patches owner o's pod template as kubectl rollout restart
-// does.
-func restartOwner(ctx context.Context, c kubernetes.Interface, o rollout.Owner, at time.Time) error {
+// does; dryRun is the patch's (nil: a real one).
+func restartOwner(ctx context.Context, c kubernetes.Interface, o rollout.Owner, at time.Time, dryRun []string) error {
 	patch, err := restartPatch(at)
 	if err != nil {
 		return err
 	}
-	opts := metav1.PatchOptions{FieldManager: "graft"}
+	opts := metav1.PatchOptions{FieldManager: "graft", DryRun: dryRun}
 	switch o.Kind {
 	case "Deployment":
 		_, err = c.AppsV1().Deployments(o.Namespace).Patch(ctx, o.Name, types.StrategicMergePatchType, patch, opts)

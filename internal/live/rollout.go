@@ -25,6 +25,19 @@ type RolloutOptions struct {
 	Interval time.Duration
 	// Now is the clock (restartedAt values, progress).
 	Now func() time.Time
+	// DryRun sends every change as a server-side dry run (kubectl's
+	// --dry-run=server): the API server validates and admits it, and
+	// persists nothing. Nothing is waited for, and the items stay
+	// planned, saying the API server accepted them.
+	DryRun bool
+}
+
+// dryRun is the PatchOptions' DryRun of o.
+func (o RolloutOptions) dryRun() []string {
+	if o.DryRun {
+		return []string{metav1.DryRunAll}
+	}
+	return nil
 }
 
 // Apply carries out plan, in its order, at most o.MaxConcurrent owners at
@@ -108,8 +121,12 @@ func (cl *Cluster) restart(ctx context.Context, it *rollout.Item, o RolloutOptio
 		it.State, it.Message = rollout.SkippedBudget, rollout.BlockedMessage(blocking)
 		return
 	}
-	if err := restartOwner(ctx, cl.client, it.Owner, o.Now()); err != nil {
+	if err := restartOwner(ctx, cl.client, it.Owner, o.Now(), o.dryRun()); err != nil {
 		fail("%v", err)
+		return
+	}
+	if o.DryRun {
+		it.State, it.Message = rollout.Planned, "the API server accepts the restart (server dry run)"
 		return
 	}
 	wctx, cancel := context.WithTimeout(ctx, o.Timeout)
@@ -151,10 +168,13 @@ func (cl *Cluster) upgradeInPlace(ctx context.Context, it *rollout.Item, o Rollo
 		if p.Upgrade == nil {
 			continue
 		}
-		patched, err := pods.Patch(ctx, p.Name, types.JSONPatchType, p.Upgrade.Patch, metav1.PatchOptions{FieldManager: "graft"})
+		patched, err := pods.Patch(ctx, p.Name, types.JSONPatchType, p.Upgrade.Patch, metav1.PatchOptions{FieldManager: "graft", DryRun: o.dryRun()})
 		if err != nil {
 			it.State, it.Message = rollout.Failed, fmt.Sprintf("pod %s: %v", p.Name, err)
 			return
+		}
+		if o.DryRun {
+			continue
 		}
 		if err := cl.waitPodReady(ctx, it.Namespace, p.Name, patched.Generation, o); err != nil {
 			it.State, it.Message = rollout.Failed, fmt.Sprintf("pod %s: %v", p.Name, err)
@@ -162,6 +182,10 @@ func (cl *Cluster) upgradeInPlace(ctx context.Context, it *rollout.Item, o Rollo
 		}
 	}
 	prog.Ready(it, len(it.Pods), len(it.Pods))
+	if o.DryRun {
+		it.State, it.Message = rollout.Planned, fmt.Sprintf("the API server accepts the in-place upgrade of %d Pods (server dry run)", len(it.Pods))
+		return
+	}
 	it.State, it.Message = rollout.Done, fmt.Sprintf("%d Pods upgraded in place", len(it.Pods))
 }
 

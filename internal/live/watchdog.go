@@ -322,7 +322,7 @@ func (w *Watchdog) handle(ctx context.Context, key string) (time.Duration, error
 		w.metrics.Skips.WithLabelValues(rollout.SkipRateLimited).Inc()
 		return w.o.Retry, nil
 	}
-	if err := restartOwner(ctx, w.cl.client, owner, now); err != nil {
+	if err := restartOwner(ctx, w.cl.client, owner, now, nil); err != nil {
 		w.metrics.Errors.WithLabelValues("restart").Inc()
 		return 0, err
 	}

@@ -14,10 +14,17 @@ import (
 
 // jsonNode parses one JSON value into a YAML node tree in block style,
 // keeping key order and number spellings.
-func jsonNode(data []byte) (*yaml.Node, error) {
+func jsonNode(data []byte) (*yaml.Node, error) { return jsonNodeAt(data, nil) }
+
+// jsonNodeAt is jsonNode whose nodes' Line is lineAt of their offset in
+// data (0 with a nil lineAt), for messages.
+func jsonNodeAt(data []byte, lineAt func(off int64) int) (*yaml.Node, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	n, err := decodeJSONNode(dec, 0)
+	if lineAt == nil {
+		lineAt = func(int64) int { return 0 }
+	}
+	n, err := decodeJSONNode(dec, 0, lineAt)
 	if err != nil {
 		return nil, err
 	}
@@ -27,7 +34,7 @@ func jsonNode(data []byte) (*yaml.Node, error) {
 	return n, nil
 }
 
-func decodeJSONNode(dec *json.Decoder, depth int) (*yaml.Node, error) {
+func decodeJSONNode(dec *json.Decoder, depth int, lineAt func(int64) int) (*yaml.Node, error) {
 	if depth > maxDepth {
 		return nil, fmt.Errorf("nested deeper than %d", maxDepth)
 	}
@@ -35,6 +42,17 @@ func decodeJSONNode(dec *json.Decoder, depth int) (*yaml.Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The offset just past the token: on its line unless the token is a
+	// string with a line break, which JSON does not allow.
+	line := lineAt(dec.InputOffset() - 1)
+	n, err := jsonTokenNode(dec, tok, depth, lineAt)
+	if n != nil {
+		n.Line = line
+	}
+	return n, err
+}
+
+func jsonTokenNode(dec *json.Decoder, tok json.Token, depth int, lineAt func(int64) int) (*yaml.Node, error) {
 	switch t := tok.(type) {
 	case json.Delim:
 		switch t {
@@ -46,18 +64,20 @@ func decodeJSONNode(dec *json.Decoder, depth int) (*yaml.Node, error) {
 					return nil, err
 				}
 				k, _ := kt.(string)
-				v, err := decodeJSONNode(dec, depth+1)
+				kn := strNode(k)
+				kn.Line = lineAt(dec.InputOffset() - 1)
+				v, err := decodeJSONNode(dec, depth+1, lineAt)
 				if err != nil {
 					return nil, err
 				}
-				n.Content = append(n.Content, strNode(k), v)
+				n.Content = append(n.Content, kn, v)
 			}
 			_, err := dec.Token() // '}'
 			return n, err
 		case '[':
 			n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
 			for dec.More() {
-				v, err := decodeJSONNode(dec, depth+1)
+				v, err := decodeJSONNode(dec, depth+1, lineAt)
 				if err != nil {
 					return nil, err
 				}

@@ -109,7 +109,7 @@ func NodeJSON(n *yaml.Node) ([]byte, error) {
 
 func appendNodeJSON(buf *bytes.Buffer, n *yaml.Node, depth int) error {
 	if depth > maxDepth {
-		return fmt.Errorf("line %d: nested deeper than %d", n.Line, maxDepth)
+		return atErrorf(n.Line, "nested deeper than %d", maxDepth)
 	}
 	if buf.Len() > maxExpandedBytes {
 		return errExpanded
@@ -132,13 +132,13 @@ func appendNodeJSON(buf *bytes.Buffer, n *yaml.Node, depth int) error {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Kind != yaml.ScalarNode {
-				return fmt.Errorf("line %d: a mapping key must be a scalar", k.Line)
+				return atErrorf(k.Line, "a mapping key must be a scalar")
 			}
 			if k.ShortTag() == "!!merge" {
-				return fmt.Errorf("line %d: YAML merge keys (<<) are not supported", k.Line)
+				return atErrorf(k.Line, "YAML merge keys (<<) are not supported")
 			}
 			if seen[k.Value] {
-				return fmt.Errorf("line %d: duplicate key %q", k.Line, k.Value)
+				return atErrorf(k.Line, "duplicate key %q", k.Value)
 			}
 			seen[k.Value] = true
 			if i > 0 {
@@ -167,7 +167,7 @@ func appendNodeJSON(buf *bytes.Buffer, n *yaml.Node, depth int) error {
 	case yaml.ScalarNode:
 		return appendScalarJSON(buf, n)
 	}
-	return fmt.Errorf("line %d: unexpected YAML node", n.Line)
+	return atErrorf(n.Line, "unexpected YAML node")
 }
 
 // jsonNumberRE is JSON's number grammar: such YAML numbers are copied
@@ -182,7 +182,7 @@ func appendScalarJSON(buf *bytes.Buffer, n *yaml.Node) error {
 	case "!!bool":
 		var b bool
 		if err := n.Decode(&b); err != nil {
-			return fmt.Errorf("line %d: %w", n.Line, err)
+			return &atError{line: n.Line, err: err}
 		}
 		buf.WriteString(strconv.FormatBool(b))
 		return nil
@@ -193,14 +193,14 @@ func appendScalarJSON(buf *bytes.Buffer, n *yaml.Node) error {
 		}
 		var v any
 		if err := n.Decode(&v); err != nil {
-			return fmt.Errorf("line %d: %w", n.Line, err)
+			return &atError{line: n.Line, err: err}
 		}
 		if f, ok := v.(float64); ok && (math.IsInf(f, 0) || math.IsNaN(f)) {
-			return fmt.Errorf("line %d: %s is not a JSON number", n.Line, n.Value)
+			return atErrorf(n.Line, "%s is not a JSON number", n.Value)
 		}
 		b, err := json.Marshal(v)
 		if err != nil {
-			return fmt.Errorf("line %d: %w", n.Line, err)
+			return &atError{line: n.Line, err: err}
 		}
 		buf.Write(b)
 		return nil
@@ -290,3 +290,17 @@ func KindName(n *yaml.Node) string {
 	}
 	return "empty"
 }
+
+// atError is a problem at a line of the text: "line N: problem", whose
+// line a caller that names its own position can take apart.
+type atError struct {
+	line int
+	err  error
+}
+
+func atErrorf(line int, format string, args ...any) error {
+	return &atError{line: line, err: fmt.Errorf(format, args...)}
+}
+
+func (e *atError) Error() string { return fmt.Sprintf("line %d: %v", e.line, e.err) }
+func (e *atError) Unwrap() error { return e.err }

@@ -1,7 +1,6 @@
 package manifest
 
 import (
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -77,7 +76,7 @@ func walkYAML11(n *yaml.Node, path string, at place, depth int) error {
 		}
 	case yaml.ScalarNode:
 		if b, ok := plainYAML11Bool(n); ok && (at == aString || at == inStrings) {
-			return fmt.Errorf("%s: %s is the boolean %t to kubectl, which reads YAML 1.1, where Kubernetes takes a string: quote it",
+			return atErrorf(n.Line, "%s: %s is the boolean %t to kubectl, which reads YAML 1.1, where Kubernetes takes a string: quote it",
 				orDocument(path), n.Value, b)
 		}
 	}
@@ -133,9 +132,9 @@ func checkKey(k *yaml.Node, path string) error {
 	}
 	where := orDocument(path)
 	if !ok {
-		return fmt.Errorf("%s: the key %s is null to kubectl, which reads YAML 1.1 and refuses it: quote it", where, k.Value)
+		return atErrorf(k.Line, "%s: the key %s is null to kubectl, which reads YAML 1.1 and refuses it: quote it", where, k.Value)
 	}
-	return fmt.Errorf("%s: the key %s is sent as %q by kubectl, which reads YAML 1.1: quote it to mean %q", where, k.Value, sent, k.Value)
+	return atErrorf(k.Line, "%s: the key %s is sent as %q by kubectl, which reads YAML 1.1: quote it to mean %q", where, k.Value, sent, k.Value)
 }
 
 // kubectlKey is the JSON key kubectl sends for the plain key k: go-yaml

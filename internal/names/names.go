@@ -13,6 +13,35 @@ import "strings"
 // keys under it are reserved for graft.
 const Prefix = "graft.dev/"
 
+// Domain is graft's DNS domain: a label or annotation key whose prefix
+// is Domain or a subdomain of it (redirect.graft.dev/mode) is graft's.
+const Domain = "graft.dev"
+
+// Reserved reports whether a label or annotation key is in graft's
+// domains: its prefix (before the "/") is Domain or ends in "."+Domain,
+// in any case. A Pod may set only the per-Pod ones: Templates,
+// parameter annotations, Inject: "false" and, where its profile allows,
+// Revision (docs/concepts/guarantee.md).
+func Reserved(key string) bool {
+	prefix, _, ok := strings.Cut(key, "/")
+	if !ok || len(prefix) < len(Domain) {
+		return false
+	}
+	rest := prefix[:len(prefix)-len(Domain)]
+	return strings.EqualFold(prefix[len(rest):], Domain) && (rest == "" || rest[len(rest)-1] == '.')
+}
+
+// ParamAnnotationKey reports whether key has the form of a parameter
+// annotation, graft.dev/<template>.<param>.
+func ParamAnnotationKey(key string) bool {
+	rest, ok := strings.CutPrefix(key, Prefix)
+	if !ok {
+		return false
+	}
+	tmpl, param, ok := strings.Cut(rest, ".")
+	return ok && tmpl != "" && param != ""
+}
+
 // Labels.
 const (
 	// Inject on a namespace names its profile (EnabledValue: the default
@@ -52,19 +81,6 @@ const (
 	// for the mesh CNI plugin (redirect.graft.dev/mode, ...).
 	RedirectPrefix = "redirect.graft.dev/"
 )
-
-// Domain is graft's DNS domain: label and annotation keys whose prefix is
-// it, or a domain under it, are graft's (InGraftDomain).
-const Domain = "graft.dev"
-
-// InGraftDomain reports whether key, a label or annotation key, is in
-// graft's domains: its prefix (before the "/") is graft.dev or ends in
-// .graft.dev. A Pod may set only the documented ones (the guarantee,
-// docs/concepts/guarantee.md).
-func InGraftDomain(key string) bool {
-	prefix, _, ok := strings.Cut(key, "/")
-	return ok && (prefix == Domain || strings.HasSuffix(prefix, "."+Domain))
-}
 
 // ParamAnnotation is the Pod annotation that sets parameter param of
 // template tmpl: graft.dev/<template>.<param>.

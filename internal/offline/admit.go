@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -16,6 +17,8 @@ import (
 
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/manifest"
+	"github.com/graftdev/graft/internal/names"
+	"github.com/graftdev/graft/internal/suggest"
 )
 
 // offlineUID is the uid of every review graft builds offline; fixed so
@@ -35,6 +38,8 @@ type admitter struct {
 	namespace string
 	// jsonOut: the output is JSON, so the documents' text is not kept.
 	jsonOut bool
+	// params lists a template's parameters, for hints; nil: no hints.
+	params func(template string) []string
 }
 
 // verdict is what the webhook would do with one Pod or Pod template.
@@ -104,17 +109,17 @@ func (a *admitter) review(spot manifest.PodSpot, ns string, pod []byte) ([]byte,
 
 // injectDocuments injects into every Pod of docs, in place, reporting
 // each object and every warning. It returns every document's errors.
-func injectDocuments(a *admitter, docs []*manifest.Document, rep *reporter) error {
+func injectDocuments(a *admitter, docs []*manifest.Document, rep *Report) error {
 	var errs []error
 	for _, d := range docs {
 		errs = append(errs, a.injectDocument(d, rep)...)
 	}
-	return errors.Join(errs...)
+	return manifest.JoinProblems(errs...)
 }
 
 // injectDocument injects into every Pod of d, in place. Errors name the
 // document.
-func (a *admitter) injectDocument(d *manifest.Document, rep *reporter) []error {
+func (a *admitter) injectDocument(d *manifest.Document, rep *Report) []error {
 	spots, err := manifest.FindPods(d)
 	if err != nil {
 		return []error{d.WrapError("", err)}
@@ -134,7 +139,7 @@ func (a *admitter) injectDocument(d *manifest.Document, rep *reporter) []error {
 			rep.warn(d, s.What, w)
 		}
 		if err != nil {
-			errs = append(errs, d.WrapError(s.What, err))
+			errs = append(errs, d.WrapErrorAt(s.Object, s.What, err))
 			continue
 		}
 		if v.sel.from == fromAssumed {
@@ -151,7 +156,7 @@ func (a *admitter) injectDocument(d *manifest.Document, rep *reporter) []error {
 
 // patchDocument applies ops to d, into its text if keepText and it can,
 // and notes when the document had to be written anew.
-func patchDocument(d *manifest.Document, ops []manifest.PatchOp, keepText bool, rep *reporter) []error {
+func patchDocument(d *manifest.Document, ops []manifest.PatchOp, keepText bool, rep *Report) []error {
 	why, err := d.Patch(ops, keepText)
 	if err != nil {
 		return []error{d.WrapError("", err)}
@@ -164,7 +169,7 @@ func patchDocument(d *manifest.Document, ops []manifest.PatchOp, keepText bool, 
 
 // reportNoTemplate reports an object that carries Pods graft does not
 // inject into here.
-func reportNoTemplate(d *manifest.Document, s manifest.PodSpot, rep *reporter) {
+func reportNoTemplate(d *manifest.Document, s manifest.PodSpot, rep *Report) {
 	if s.NoTemplate != "" {
 		rep.object(d, s.Ref(), s.NoTemplate)
 		return
@@ -194,7 +199,7 @@ func (a *admitter) admit(spot manifest.PodSpot) (verdict, error) {
 	}
 	v.warnings = resp.Warnings
 	if !resp.Allowed {
-		return v, fmt.Errorf("denied (%s): %s", res.Reason, denyMessage(resp))
+		return v, fmt.Errorf("denied (%s): %s", res.Reason, strings.Join(a.denials(spot, v, body, denyMessage(resp)), "; "))
 	}
 	if len(resp.Patch) == 0 {
 		return v, nil
@@ -204,6 +209,102 @@ func (a *admitter) admit(spot manifest.PodSpot) (verdict, error) {
 	}
 	v.ops, err = spot.DocumentOps(resp.Patch)
 	return v, err
+}
+
+// maxDenials bounds the problems listed for one Pod.
+const maxDenials = 5
+
+// denials lists why the engine denies the Pod of review, starting with
+// first, its message. The engine stops at the first annotation it
+// refuses; the author of a manifest wants them all, so while the denial
+// names an annotation, the Pod is admitted again without it, and each
+// message is the engine's own, with a hint for a name near a known one.
+func (a *admitter) denials(spot manifest.PodSpot, v verdict, review []byte, first string) []string {
+	msgs := []string{a.hint(first)}
+	pod, err := podOf(review)
+	for msg := first; err == nil && len(msgs) < maxDenials; {
+		key, ok := deniedAnnotation(msg)
+		if !ok {
+			break
+		}
+		if pod, err = withoutAnnotation(pod, key); err != nil {
+			break
+		}
+		body, err := a.review(spot, v.namespace, pod)
+		if err != nil {
+			break
+		}
+		out, _, err := a.engine.Admit(nil, body, v.sel.options())
+		if err != nil {
+			break
+		}
+		resp, err := decodeResponse(out)
+		if err != nil || resp.Allowed {
+			break
+		}
+		msg = denyMessage(resp)
+		msgs = append(msgs, a.hint(msg))
+	}
+	return msgs
+}
+
+// deniedAnnotation is the annotation a denial names first:
+// "annotation graft.dev/agent.port="80": ...".
+func deniedAnnotation(msg string) (string, bool) {
+	rest, ok := strings.CutPrefix(msg, "annotation "+names.Prefix)
+	if !ok {
+		return "", false
+	}
+	end := strings.IndexAny(rest, "=: ")
+	if end <= 0 {
+		return "", false
+	}
+	return names.Prefix + rest[:end], true
+}
+
+// podOf is the Pod of an AdmissionReview.
+func podOf(review []byte) ([]byte, error) {
+	var r struct {
+		Request struct {
+			Object json.RawMessage `json:"object"`
+		} `json:"request"`
+	}
+	err := json.Unmarshal(review, &r)
+	return r.Request.Object, err
+}
+
+// withoutAnnotation is pod (JSON) without the annotation key.
+func withoutAnnotation(pod []byte, key string) ([]byte, error) {
+	var p map[string]any
+	if err := json.Unmarshal(pod, &p); err != nil {
+		return nil, err
+	}
+	meta, _ := p["metadata"].(map[string]any)
+	ann, _ := meta["annotations"].(map[string]any)
+	if _, ok := ann[key]; !ok {
+		return nil, fmt.Errorf("no annotation %s", key)
+	}
+	delete(ann, key)
+	return json.Marshal(p)
+}
+
+var (
+	unknownParam       = regexp.MustCompile(`template (\S+) has no parameter "([^"]*)"$`)
+	templateNotAllowed = regexp.MustCompile(`template "([^"]*)" is not allowed here \(allowed: ([^)]*)\)$`)
+)
+
+// hint adds to an engine's message about a name the user got wrong the
+// name they likely meant.
+func (a *admitter) hint(msg string) string {
+	if m := unknownParam.FindStringSubmatch(msg); m != nil && a.params != nil {
+		return msg + suggest.Hint(m[2], a.params(m[1]), "its parameters")
+	}
+	if m := templateNotAllowed.FindStringSubmatch(msg); m != nil {
+		if best, ok := suggest.Closest(m[1], strings.Split(m[2], ", ")); ok {
+			return fmt.Sprintf("%s (did you mean %q?)", msg, best)
+		}
+	}
+	return msg
 }
 
 // request is the AdmissionReview the API server would send for the Pod at

@@ -11,10 +11,10 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/graftdev/graft/config"
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/suggest"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -63,8 +63,8 @@ func NewEngine(configFile, templatesDir, profile, revision string) (*inject.Revi
 // reads.
 func NewEngineFrom(f config.File, templatesDir string, load config.TemplatesLoader, profile, revision string) (*inject.Revisions, error) {
 	if profile != "" {
-		if _, ok := f.Profiles[profile]; !ok {
-			return nil, fmt.Errorf("%w %q (configured: %s)", inject.ErrUnknownProfile, profile, profileNames(f.Config))
+		if err := CheckProfile(f.Config, profile); err != nil {
+			return nil, err
 		}
 	}
 	rc, err := f.RevisionsConfigWith(cmp.Or(templatesDir, f.Server.TemplatesDir), load)
@@ -76,11 +76,20 @@ func NewEngineFrom(f config.File, templatesDir string, load config.TemplatesLoad
 		return nil, err
 	}
 	if revision != "" && !slices.Contains(revs.Names(), revision) {
-		return nil, fmt.Errorf("%w %q (configured: %s)", inject.ErrUnknownRevision, revision, strings.Join(revs.Names(), ", "))
+		hint := suggest.Hint(revision, revs.Names(), "configured")
+		if len(revs.Names()) == 1 {
+			hint += " (a configuration file declares revisions and tags: --config FILE)"
+		}
+		return nil, fmt.Errorf("%w %q%s", inject.ErrUnknownRevision, revision, hint)
 	}
 	return revs, nil
 }
 
-func profileNames(cfg inject.Config) string {
-	return strings.Join(slices.Sorted(maps.Keys(cfg.Profiles)), ", ")
+// CheckProfile refuses a profile cfg does not configure, naming the
+// nearest one, or those it does.
+func CheckProfile(cfg inject.Config, profile string) error {
+	if _, ok := cfg.Profiles[profile]; ok {
+		return nil
+	}
+	return fmt.Errorf("%w %q%s", inject.ErrUnknownProfile, profile, suggest.Hint(profile, slices.Collect(maps.Keys(cfg.Profiles)), "configured"))
 }

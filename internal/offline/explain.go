@@ -94,7 +94,7 @@ func (r *Run) Explain(jsonOut bool) ([]byte, error) {
 			}
 			ex, err := r.admitter.explain(d, s, r.report)
 			if err != nil {
-				errs = append(errs, d.WrapError(s.What, err))
+				errs = append(errs, d.WrapErrorAt(s.Object, s.What, err))
 				continue
 			}
 			if !jsonOut && n > 0 {
@@ -107,7 +107,7 @@ func (r *Run) Explain(jsonOut bool) ([]byte, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, manifest.JoinProblems(errs...)
 	}
 	if n == 0 {
 		return nil, errors.New("no Pods or Pod templates in the input")
@@ -117,7 +117,7 @@ func (r *Run) Explain(jsonOut bool) ([]byte, error) {
 
 // explain explains the Pod at spot: the namespace's selection, then the
 // engine's answer, with graft's own warnings about the manifest.
-func (a *admitter) explain(d *manifest.Document, spot manifest.PodSpot, rep *reporter) (*Explanation, error) {
+func (a *admitter) explain(d *manifest.Document, spot manifest.PodSpot, rep *Report) (*Explanation, error) {
 	out := &Explanation{
 		Source:    d.Source(),
 		Document:  d.Index(),

@@ -125,7 +125,7 @@ func injectBytes(e *inject.Engine, data []byte, format string) ([]byte, error) {
 	sel := &selector{defaultProfile: e.DefaultProfile(), profiles: e.Profiles(), assumed: e.DefaultProfile()}
 	sel.declareNamespaces(docs)
 	a := &admitter{engine: e, sel: sel, jsonOut: format == "json"}
-	if err := injectDocuments(a, docs, newReporter(io.Discard, true, docs)); err != nil {
+	if err := injectDocuments(a, docs, NewReport(io.Discard, true, docs)); err != nil {
 		return nil, err
 	}
 	return manifest.Encode(files, format)

@@ -123,7 +123,9 @@ func TestTemplateOutcomesAgree(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := run.Inject(false); err != nil {
+			err = run.Inject(false)
+			run.Report().Flush(err)
+			if err != nil {
 				t.Fatal(err)
 			}
 			var line string

@@ -3,14 +3,15 @@ package offline
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
+	"maps"
+	"slices"
 
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/manifest"
+	"github.com/graftdev/graft/internal/suggest"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -35,18 +36,38 @@ func Render(configFile, templatesDir, name string, overrides map[string]string, 
 	return renderTemplate(set, name, overrides, format)
 }
 
+// checkSets checks every --set of t at once: each names a parameter of
+// t (or is told the nearest one) and holds a value it accepts.
+func checkSets(t *templates.Template, overrides map[string]string) error {
+	params := make([]string, len(t.Params))
+	for i, p := range t.Params {
+		params[i] = p.Name
+	}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(overrides)) {
+		p, ok := t.Param(name)
+		if !ok {
+			errs = append(errs, fmt.Errorf("--set %s: template %s has no parameter %q%s", name, t.Name, name, suggest.Hint(name, params, "its parameters")))
+			continue
+		}
+		if _, err := p.Parse(overrides[name]); err != nil {
+			errs = append(errs, fmt.Errorf("--set %s=%q: %s", name, overrides[name], err))
+		}
+	}
+	return manifest.JoinProblems(errs...)
+}
+
 func renderTemplate(set *templates.Set, name string, overrides map[string]string, format string) ([]byte, error) {
 	t, ok := set.Get(name)
 	if !ok {
-		return nil, fmt.Errorf("unknown template %q (available: %s)", name, strings.Join(set.Names(), ", "))
+		return nil, fmt.Errorf("unknown template %q%s", name, suggest.Hint(name, set.Names(), "available"))
 	}
-	// Render validates values and the fragment as the engine does;
-	// RenderYAML gives the text the user wrote the template to produce.
+	if err := checkSets(t, overrides); err != nil {
+		return nil, err
+	}
+	// Render validates the fragment as the engine does; RenderYAML gives
+	// the text the user wrote the template to produce.
 	if _, err := t.Render(overrides); err != nil {
-		var pe *templates.ParamError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("--set %s=%q: %s", pe.Param, pe.Value, pe.Rule)
-		}
 		return nil, err
 	}
 	text, err := t.RenderYAML(overrides)
@@ -54,7 +75,9 @@ func renderTemplate(set *templates.Set, name string, overrides map[string]string
 		return nil, err
 	}
 	if format == "yaml" {
-		return text, nil
+		// A fragment's actions ({{ if }}...) can leave blank lines ahead
+		// of the first key: noise at the top of what a user reads.
+		return trimLeadingBlankLines(text), nil
 	}
 	var n yaml.Node
 	if err := yaml.Unmarshal(text, &n); err != nil {
@@ -70,4 +93,15 @@ func renderTemplate(set *templates.Set, name string, overrides map[string]string
 	}
 	buf.WriteByte('\n')
 	return buf.Bytes(), nil
+}
+
+// trimLeadingBlankLines drops the lines before the first one with text.
+func trimLeadingBlankLines(text []byte) []byte {
+	for {
+		i := bytes.IndexByte(text, '\n')
+		if i < 0 || len(bytes.TrimSpace(text[:i])) > 0 {
+			return text
+		}
+		text = text[i+1:]
+	}
 }

@@ -12,46 +12,68 @@ import (
 	"github.com/graftdev/graft/internal/names"
 )
 
-// reporter says on stderr what inject and explain did: warnings always;
-// one line per object and notes about assumptions unless quiet.
-type reporter struct {
+// Report is what inject, explain and uninject say on stderr: warnings
+// always; one line per object and notes about assumptions unless quiet.
+// It holds its lines until Flush, which knows whether the run succeeded:
+// a line saying an object was injected is a lie when nothing is written.
+type Report struct {
 	w     io.Writer
 	quiet bool
 	// files: the input has several files, so lines name theirs.
 	files bool
 	noted map[string]bool
+	lines []reportLine
 }
 
-func newReporter(w io.Writer, quiet bool, docs []*manifest.Document) *reporter {
-	r := &reporter{w: w, quiet: quiet, noted: map[string]bool{}}
+type reportLine struct {
+	text   string
+	object bool // the line about an object: only said if the run succeeds
+}
+
+// NewReport is the report of a run over docs, to w.
+func NewReport(w io.Writer, quiet bool, docs []*manifest.Document) *Report {
+	r := &Report{w: w, quiet: quiet, noted: map[string]bool{}}
 	for _, d := range docs {
 		r.files = r.files || d.Source() != docs[0].Source()
 	}
 	return r
 }
 
-func (r *reporter) warn(d *manifest.Document, what, msg string) {
-	fmt.Fprintf(r.w, "warning: %s: document %d (%s): %s\n", d.Source(), d.Index(), what, msg)
+// Flush writes what the run had to say: everything if err is nil, else
+// the warnings and notes but not what happened to each object, since
+// nothing was written.
+func (r *Report) Flush(err error) {
+	for _, l := range r.lines {
+		if !l.object || err == nil {
+			fmt.Fprintln(r.w, l.text)
+		}
+	}
+	r.lines = nil
+}
+
+func (r *Report) warn(d *manifest.Document, what, msg string) {
+	r.lines = append(r.lines, reportLine{text: fmt.Sprintf("warning: %s: document %d (%s): %s", d.Source(), d.Index(), what, msg)})
 }
 
 // note says something once.
-func (r *reporter) note(msg string) {
+func (r *Report) note(msg string) {
 	if r.quiet || r.noted[msg] {
 		return
 	}
 	r.noted[msg] = true
-	fmt.Fprintf(r.w, "note: %s\n", msg)
+	r.lines = append(r.lines, reportLine{text: "note: " + msg})
 }
 
 // object is the one line about an object: kind/name: what happened.
-func (r *reporter) object(d *manifest.Document, ref, what string) {
+func (r *Report) object(d *manifest.Document, ref, what string) {
 	if r.quiet {
 		return
 	}
+	text := ref + ": " + what
 	if r.files {
-		fmt.Fprintf(r.w, "%s: ", d.Source())
+		text = d.Source() + ": " + text
 	}
-	fmt.Fprintf(r.w, "%s: %s\n", ref, what)
+	r.lines = append(r.lines, reportLine{text: text, object: true})
 }
 
 // podWarnings are what graft inject notices and the webhook cannot:

@@ -2,11 +2,11 @@ package offline
 
 import (
 	"cmp"
-	"errors"
 	"io"
 	"net/http"
 
 	"github.com/graftdev/graft/internal/manifest"
+	"github.com/graftdev/graft/templates"
 )
 
 // Options are what graft inject and graft explain are told.
@@ -38,7 +38,7 @@ type Run struct {
 	admitter *admitter
 	files    []*manifest.File
 	docs     []*manifest.Document
-	report   *reporter
+	report   *Report
 }
 
 // Open does what inject and explain both do first: build the engine,
@@ -54,24 +54,27 @@ func Open(o Options, stdin io.Reader, stderr io.Writer) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	docs := manifest.AllDocuments(files)
-	if !manifest.HasObjects(docs) {
-		return nil, errors.New("no objects in the input")
+	if err := manifest.NoObjectsError(files); err != nil {
+		return nil, err
 	}
+	docs := manifest.AllDocuments(files)
 	sel.defaultProfile, sel.profiles = engine.DefaultProfile(), engine.Profiles()
 	sel.assumed = cmp.Or(o.Profile, sel.defaultProfile)
 	sel.revision = o.Revision
 	sel.declareNamespaces(docs)
 	return &Run{
-		admitter: &admitter{engine: engine, sel: sel, namespace: o.Namespace},
+		admitter: &admitter{engine: engine, sel: sel, namespace: o.Namespace, params: templateParams(o.Config, o.TemplatesDir)},
 		files:    files,
 		docs:     docs,
-		report:   newReporter(stderr, o.Quiet, docs),
+		report:   NewReport(stderr, o.Quiet, docs),
 	}, nil
 }
 
 // Files are the input files, with what Inject changed in them.
 func (r *Run) Files() []*manifest.File { return r.files }
+
+// Report is what the run has to say on stderr, held until its Flush.
+func (r *Run) Report() *Report { return r.report }
 
 // Inject injects into every Pod of the input, in place, as the webhook
 // would, reporting each object and every warning; jsonOut says the
@@ -80,4 +83,31 @@ func (r *Run) Files() []*manifest.File { return r.files }
 func (r *Run) Inject(jsonOut bool) error {
 	r.admitter.jsonOut = jsonOut
 	return injectDocuments(r.admitter, r.docs, r.report)
+}
+
+// templateParams lists the parameters of the templates of the
+// configuration, for hints about misspelt ones, reading the templates
+// the first time a hint needs them (loading them lints them: not a cost
+// every run should pay); nil where they cannot be read.
+func templateParams(configFile, templatesDir string) func(string) []string {
+	var set *templates.Set
+	loaded := false
+	return func(name string) []string {
+		if !loaded {
+			loaded = true
+			_, set, _ = LoadConfig(configFile, templatesDir)
+		}
+		if set == nil {
+			return nil
+		}
+		t, ok := set.Get(name)
+		if !ok {
+			return nil
+		}
+		out := make([]string, len(t.Params))
+		for i := range t.Params {
+			out[i] = t.Params[i].Name
+		}
+		return out
+	}
 }

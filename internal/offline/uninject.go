@@ -1,8 +1,6 @@
 package offline
 
 import (
-	"errors"
-	"io"
 	"strings"
 
 	"github.com/graftdev/graft/inject"
@@ -12,21 +10,19 @@ import (
 
 // Uninject removes from every Pod and Pod template of docs, in place,
 // exactly what its graft.dev/status record says graft added, reporting
-// each object on stderr (unless quiet). Without keepText (the output is
-// JSON), the documents' text is dropped. It returns every document's
-// errors.
-func Uninject(docs []*manifest.Document, stderr io.Writer, quiet, keepText bool) error {
-	rep := newReporter(stderr, quiet, docs)
+// each object to rep. Without keepText (the output is JSON), the
+// documents' text is dropped. It returns every document's errors.
+func Uninject(docs []*manifest.Document, rep *Report, keepText bool) error {
 	var errs []error
 	for _, d := range docs {
 		errs = append(errs, uninjectDocument(d, rep, keepText)...)
 	}
-	return errors.Join(errs...)
+	return manifest.JoinProblems(errs...)
 }
 
 // uninjectDocument removes graft's parts from every Pod of d, in place.
 // Errors name the document.
-func uninjectDocument(d *manifest.Document, rep *reporter, keepText bool) []error {
+func uninjectDocument(d *manifest.Document, rep *Report, keepText bool) []error {
 	spots, err := manifest.FindPods(d)
 	if err != nil {
 		return []error{d.WrapError("", err)}
@@ -40,12 +36,12 @@ func uninjectDocument(d *manifest.Document, rep *reporter, keepText bool) []erro
 		}
 		pod, err := s.PodJSON()
 		if err != nil {
-			errs = append(errs, d.WrapError(s.What, err))
+			errs = append(errs, d.WrapErrorAt(s.Object, s.What, err))
 			continue
 		}
 		un, err := inject.Uninject(pod)
 		if err != nil {
-			errs = append(errs, d.WrapError(s.What, err))
+			errs = append(errs, d.WrapErrorAt(s.Object, s.What, err))
 			continue
 		}
 		if string(un.Patch) == "[]" {
@@ -54,7 +50,7 @@ func uninjectDocument(d *manifest.Document, rep *reporter, keepText bool) []erro
 		}
 		o, err := s.DocumentOps(un.Patch)
 		if err != nil {
-			errs = append(errs, d.WrapError(s.What, err))
+			errs = append(errs, d.WrapErrorAt(s.Object, s.What, err))
 			continue
 		}
 		ops = append(ops, o...)

@@ -55,7 +55,9 @@ func RevisionPolicyName(service, profile, revision string) string {
 
 // UnknownRevisionPolicyName names the policy that refuses the Pods of
 // namespaces whose graft.dev/rev names neither a revision nor a tag.
-func UnknownRevisionPolicyName(service string) string { return service + "-injection-required-known-revision" }
+func UnknownRevisionPolicyName(service string) string {
+	return service + "-injection-required-known-revision"
+}
 
 // Guarantee is one policy and its bindings.
 type Guarantee struct {

@@ -203,6 +203,14 @@ parameters from the policy's variables P (texts) and L (list items). */ -}}
 {{- .s | replace "@@image@@" (.image | default "false") | replace "@@P@@" .P | replace "@@L@@" .L -}}
 {{- end -}}
 
+{{- /* graft.guarantee.allowedImage (dict v allowed): CEL on the string v,
+whether an allowedImages entry admits it, as the engine decides
+(imageref.Admits): equal to an entry, or continuing it at a boundary (/, :
+or @), with no ".." nor empty path segment. */ -}}
+{{- define "graft.guarantee.allowedImage" -}}
+{{- printf "(!%s.contains(\"..\") && !%s.contains(\"//\") && %s.exists(a, %s == a || %s.startsWith(a) && (a.endsWith(\"/\") || a.endsWith(\":\") || a.endsWith(\"@\") || %s.substring(size(a), size(a) + 1) in [\"/\", \":\", \"@\"])))" .v .v (toJson .allowed) .v .v .v -}}
+{{- end -}}
+
 {{- /* graft.guarantee.image (dict profile t check name): CEL on c, the
 image rule of container name of a template export cannot compile: the
 template's own images, the profile's value (else the default) of an image
@@ -227,7 +235,7 @@ admit (any image without them). */ -}}
 {{- $cond := printf "c.?image.orValue(\"\") in %s" (toJson ($exact | uniq | sortAlpha)) -}}
 {{- if $open -}}
 {{- if .profile.allowedImages -}}
-{{- $cond = printf "(%s || %s.exists(x, c.?image.orValue(\"\").startsWith(x)))" $cond (toJson .profile.allowedImages) -}}
+{{- $cond = printf "(%s || %s)" $cond (include "graft.guarantee.allowedImage" (dict "v" "c.?image.orValue(\"\")" "allowed" .profile.allowedImages)) -}}
 {{- else -}}
 {{- $cond = "true" -}}
 {{- end -}}
@@ -496,7 +504,7 @@ admit (at a boundary: /, : or @; no .. or empty path segment). */ -}}
 {{- end -}}
 {{- end -}}
 {{- if and .pm.image .profile.allowedImages -}}
-{{- $ok := printf "!%s.contains(\"..\") && !%s.contains(\"//\") && %s.exists(a, %s == a || %s.startsWith(a) && (a.endsWith(\"/\") || a.endsWith(\":\") || a.endsWith(\"@\") || %s.substring(size(a), size(a) + 1) in [\"/\", \":\", \"@\"]))" .v .v (toJson .profile.allowedImages) .v .v .v -}}
+{{- $ok := include "graft.guarantee.allowedImage" (dict "v" .v "allowed" .profile.allowedImages) -}}
 {{- $guards = append $guards (printf "!(%s) ? %s" $ok (toJson (printf "the image is not one profile %q allows (allowedImages: %s)" .profileName (join ", " .profile.allowedImages)))) -}}
 {{- end -}}
 {{- if $guards -}}

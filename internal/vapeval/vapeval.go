@@ -45,11 +45,11 @@ type Policy struct {
 	rules               []admissionv1.NamedRuleWithOperations
 	// bindings select further, each by its matchResources: a request is
 	// selected by one of them (or by the policy alone, without any).
-	bindings []binding
-	matcher             matchconditions.Matcher
-	validations         plugincel.ConditionEvaluator
-	messages            plugincel.ConditionEvaluator
-	checks              []admissionv1.Validation
+	bindings    []binding
+	matcher     matchconditions.Matcher
+	validations plugincel.ConditionEvaluator
+	messages    plugincel.ConditionEvaluator
+	checks      []admissionv1.Validation
 }
 
 // Compile compiles vap's CEL as the API server's plugin does

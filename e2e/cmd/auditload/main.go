@@ -122,9 +122,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err := c.WriteKubeconfig(kubeconfig); err != nil {
 		return err
 	}
-	res := results{Setup: fmt.Sprintf("kube-apiserver v1.36.3 (default admission plugins) on etcd 3.6, loopback; Pods created through graft's "+
+	version, err := c.ServerVersion()
+	if err != nil {
+		return err
+	}
+	res := results{Kubernetes: version, Setup: fmt.Sprintf("kube-apiserver %s (default admission plugins) on etcd 3.6, loopback; Pods created through graft's "+
 		"shipped webhooks in %d namespaces, half opted in, each namespace's owned by a Deployment's ReplicaSet; `graft audit -A -o json "+
-		"--chunk-size %d` run as a child of a small starter, wall time, CPU time and the child's peak RSS (getrusage), %d runs at each size", o.namespaces, o.chunk, o.runs)}
+		"--chunk-size %d` run as a child of a small starter, wall time, CPU time and the child's peak RSS (getrusage), %d runs at each size", version, o.namespaces, o.chunk, o.runs)}
 	created := 0
 	for _, size := range o.sizes {
 		start := time.Now()

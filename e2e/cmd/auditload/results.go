@@ -10,9 +10,11 @@ import (
 
 // results is what -out writes: every fleet size's runs.
 type results struct {
-	When  string       `json:"when"`
-	Setup string       `json:"setup"`
-	Sizes []sizeResult `json:"sizes"`
+	When string `json:"when"`
+	// Kubernetes is the version kube-apiserver reported on /version.
+	Kubernetes string       `json:"kubernetes_version"`
+	Setup      string       `json:"setup"`
+	Sizes      []sizeResult `json:"sizes"`
 }
 
 // sizeResult is the runs at one fleet size, with the machine's load

@@ -73,7 +73,9 @@ func fleetBench(ctx context.Context, o options, name string, stderr io.Writer) (
 // Deployments from 0 to -replicas each.
 type fleetResult struct {
 	Variant string `json:"variant"`
-	Pods    int    `json:"pods"`
+	// Kubernetes is the version the round's kube-apiserver reported.
+	Kubernetes string `json:"kubernetes_version"`
+	Pods       int    `json:"pods"`
 	// CreatedS is from the first scale to the last Pod seen. Ready is how
 	// many were Ready by then (all of them with -fleet-ready, and ReadyS
 	// then from the first scale to the last Pod seen Ready).
@@ -160,6 +162,9 @@ func fleetOnce(ctx context.Context, o options, name string, pod *corev1.Pod, std
 	}
 	defer done(&err)
 	c := b.c
+	if res.Kubernetes, err = c.ServerVersion(); err != nil {
+		return res, err
+	}
 	b.replayFor = pod
 	var (
 		v     variant

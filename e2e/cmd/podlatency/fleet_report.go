@@ -13,17 +13,24 @@ import (
 // fleetReport is what `make bench-fleet` writes to
 // bench/results/fleet-latest.{md,json}.
 type fleetReport struct {
-	When    string          `json:"when"`
-	Setup   string          `json:"setup"`
-	Rounds  [][]fleetResult `json:"rounds"`
-	Canary  canaryResult    `json:"canary"`
-	Targets []Target        `json:"targets"`
+	When string `json:"when"`
+	// Kubernetes is the version kube-apiserver reported on /version.
+	Kubernetes string          `json:"kubernetes_version"`
+	Setup      string          `json:"setup"`
+	Rounds     [][]fleetResult `json:"rounds"`
+	Canary     canaryResult    `json:"canary"`
+	Targets    []Target        `json:"targets"`
 }
 
 func newFleetReport(o options, rounds [][]fleetResult, canary canaryResult) *fleetReport {
+	version := ""
+	if len(rounds) > 0 && len(rounds[0]) > 0 {
+		version = rounds[0][0].Kubernetes
+	}
 	r := &fleetReport{
-		When: time.Now().UTC().Format("2006-01-02 15:04 UTC"),
-		Setup: fmt.Sprintf("a cluster on loopback per variant and round: etcd 3.6, kube-apiserver v1.36.3 with its default admission plugins "+
+		When:       time.Now().UTC().Format("2006-01-02 15:04 UTC"),
+		Kubernetes: version,
+		Setup: fmt.Sprintf("a cluster on loopback per variant and round: etcd 3.6, kube-apiserver %s with its default admission plugins "+
 			"(and --enable-aggregator-routing, so graft is reached through its Service's EndpointSlice), kube-controller-manager and "+
 			"kube-scheduler (client rate limits raised to 2000 requests/s, 10 concurrent Deployment and ReplicaSet syncs), "+
 			"%d kwok nodes; %d Deployments of a one-container Pod (a port, requests, a readiness probe) scaled from 0 to %d replicas each at once (%d Pods) by `kubectl scale` "+
@@ -31,7 +38,7 @@ func newFleetReport(o options, rounds [][]fleetResult, canary canaryResult) *fle
 			"selector-less Service, with deploy/base's webhook registration (service: reference) and guarantee policy; `minimal` "+
 			"and `replay` are podlatency's standard-library webhook answering a fixed patch (one init container; graft's own "+
 			"patch for this Pod) on loopback, in a process of its own, reinvocationPolicy Never",
-			o.nodes, o.deployments, o.replicas, o.deployments*o.replicas),
+			version, o.nodes, o.deployments, o.replicas, o.deployments*o.replicas),
 		Rounds: rounds,
 		Canary: canary,
 	}

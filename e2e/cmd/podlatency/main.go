@@ -184,7 +184,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			return err
 		}
 	}
-	rep := newReport(variants, seq, burst, policies)
+	version, err := c.ServerVersion()
+	if err != nil {
+		return err
+	}
+	rep := newReport(version, variants, seq, burst, policies)
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}

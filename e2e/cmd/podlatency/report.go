@@ -66,8 +66,10 @@ type Target struct {
 }
 
 type report struct {
-	When  string `json:"when"`
-	Setup string `json:"setup"`
+	When string `json:"when"`
+	// Kubernetes is the version kube-apiserver reported on /version.
+	Kubernetes string `json:"kubernetes_version"`
+	Setup      string `json:"setup"`
 	// Sequential and Burst pool every round's creates; the Rounds hold
 	// each round, by which the targets are judged.
 	Sequential       []Row     `json:"sequential"`
@@ -80,13 +82,16 @@ type report struct {
 	Targets         []Target `json:"targets"`
 }
 
-const setupText = "kube-apiserver v1.37.2 with its default admission plugins (ServiceAccount and LimitRanger on; " +
+// setupText is the set-up, after the API server's version.
+const setupText = " with its default admission plugins (ServiceAccount and LimitRanger on; " +
 	"each namespace's default ServiceAccount, made by kube-controller-manager, exists, so every Pod gets a projected token volume), etcd 3.6, " +
 	"no nodes (nothing schedules or runs the Pods: admission alone is measured), " +
 	"and the webhooks on loopback, unpinned; the small corpus Pod"
 
-func newReport(vs []variant, seqRounds, burst [][]phaseResult, policyRounds [][]histo.Histogram) *report {
-	r := &report{When: time.Now().UTC().Format("2006-01-02 15:04 UTC"), Setup: setupText}
+// newReport makes the report of a run on kube-apiserver version (what it
+// reported on /version).
+func newReport(version string, vs []variant, seqRounds, burst [][]phaseResult, policyRounds [][]histo.Histogram) *report {
+	r := &report{When: time.Now().UTC().Format("2006-01-02 15:04 UTC"), Kubernetes: version, Setup: "kube-apiserver " + version + setupText}
 	seq := pooled(seqRounds)
 	r.Sequential = rows(vs, seq)
 	for _, res := range seqRounds {

@@ -46,7 +46,7 @@ func TestRowsAndTargets(t *testing.T) {
 	// minimal's 3 and the policy's 2: median ratio 1.0 and difference 1 ms.
 	// Burst rounds: graft's p99 over minimal's is 7/5, then 5/5, then 6/5:
 	// the median round, 1.2, meets the target though the pooled p99s do not.
-	r := newReport(vs, [][]phaseResult{round(5, 7), round(6, 8), round(5, 5)}, [][]phaseResult{round(5, 7), round(5, 5), round(5, 6)}, policyRounds)
+	r := newReport("v1.37.2", vs, [][]phaseResult{round(5, 7), round(6, 8), round(5, 5)}, [][]phaseResult{round(5, 7), round(5, 5), round(5, 6)}, policyRounds)
 	g := r.Sequential[1]
 	if g.P50US != 5000 || g.P50OverUS != 3000 || g.CallsPerCreate != 2 || g.WebhookUS != 1000 || g.MaxUS != 8000 || g.Pods != 6 {
 		t.Fatalf("graft row %+v", g)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/graftdev/graft/internal/proc"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -43,10 +44,28 @@ type Options struct {
 	// ControllerManagerArgs and SchedulerArgs are added to those
 	// components' flags (a fleet-sized load raises their client QPS, say).
 	ControllerManagerArgs, SchedulerArgs []string
+	// RealNodes, if set, adds nodes that run Pods for real (package
+	// node): it is called once the control plane is up, with
+	// kube-scheduler running even when Nodes is 0, and before graft
+	// starts. Stop closes what it returns first; its LogFiles join the
+	// cluster's.
+	RealNodes func(ctx context.Context, c *Cluster) (NodeSet, error)
 	// KeepLogs keeps a load-test command's directory (all but etcd's
 	// data) when it succeeds too, to read why the API server refused
 	// what it did (GRAFT_E2E_KEEP_LOGS=1).
 	KeepLogs bool
+	// APIOnly runs etcd and kube-apiserver alone, no controllers and no
+	// nodes (GRAFT_E2E_API_ONLY=1): what admission needs, for a version
+	// whose other components are not built (make e2e-matrix). The
+	// harness then makes each namespace's default ServiceAccount itself,
+	// as the controller manager would.
+	APIOnly bool
+}
+
+// NodeSet is what Options.RealNodes started.
+type NodeSet interface {
+	Close() error
+	LogFiles() []string
 }
 
 // DefaultNodes is how many simulated nodes run unless GRAFT_E2E_NODES
@@ -58,6 +77,8 @@ const DefaultNodes = 3
 // GRAFT_E2E_KUBE_SCHEDULER, GRAFT_E2E_KWOK, GRAFT_E2E_KWOK_STAGES and
 // GRAFT_E2E_GRAFT, and the number of nodes from GRAFT_E2E_NODES, as
 // `make e2e` sets them; GRAFT_E2E_KEEP_LOGS, if set, sets KeepLogs.
+// GRAFT_E2E_API_ONLY=1 sets APIOnly, with no nodes, and then only etcd,
+// kube-apiserver and graft are needed.
 func OptionsFromEnv() (Options, error) {
 	o := Options{
 		Etcd:                  os.Getenv("GRAFT_E2E_ETCD"),
@@ -69,17 +90,25 @@ func OptionsFromEnv() (Options, error) {
 		Graft:                 os.Getenv("GRAFT_E2E_GRAFT"),
 		Nodes:                 DefaultNodes,
 		KeepLogs:              os.Getenv("GRAFT_E2E_KEEP_LOGS") != "",
+		APIOnly:               os.Getenv("GRAFT_E2E_API_ONLY") == "1",
 	}
-	var errs []error
-	for _, b := range []struct{ env, path string }{
+	needed := []struct{ env, path string }{
 		{"GRAFT_E2E_ETCD", o.Etcd},
 		{"GRAFT_E2E_KUBE_APISERVER", o.KubeAPIServer},
-		{"GRAFT_E2E_KUBE_CONTROLLER_MANAGER", o.KubeControllerManager},
-		{"GRAFT_E2E_KUBE_SCHEDULER", o.KubeScheduler},
-		{"GRAFT_E2E_KWOK", o.Kwok},
-		{"GRAFT_E2E_KWOK_STAGES", o.KwokStages},
 		{"GRAFT_E2E_GRAFT", o.Graft},
-	} {
+	}
+	if o.APIOnly {
+		o.Nodes = 0
+	} else {
+		needed = append(needed, []struct{ env, path string }{
+			{"GRAFT_E2E_KUBE_CONTROLLER_MANAGER", o.KubeControllerManager},
+			{"GRAFT_E2E_KUBE_SCHEDULER", o.KubeScheduler},
+			{"GRAFT_E2E_KWOK", o.Kwok},
+			{"GRAFT_E2E_KWOK_STAGES", o.KwokStages},
+		}...)
+	}
+	var errs []error
+	for _, b := range needed {
 		if b.path == "" {
 			errs = append(errs, fmt.Errorf("%s is not set", b.env))
 			continue
@@ -88,7 +117,7 @@ func OptionsFromEnv() (Options, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", b.env, err))
 		}
 	}
-	if v := os.Getenv("GRAFT_E2E_NODES"); v != "" {
+	if v := os.Getenv("GRAFT_E2E_NODES"); v != "" && !o.APIOnly {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
 			errs = append(errs, fmt.Errorf("GRAFT_E2E_NODES=%q: want a number of nodes, 0 or more", v))
@@ -111,6 +140,7 @@ type Cluster struct {
 	controllers *proc.Process
 	scheduler   *proc.Process
 	kwok        *proc.Process
+	realNodes   NodeSet
 	graft       *graftServer
 	warnings    *warningLog
 
@@ -138,9 +168,10 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 }
 
 // StartControlPlane is Start without graft: etcd, kube-apiserver with
-// apiserverArgs added to its flags, kube-controller-manager, and with
-// o.Nodes simulated nodes kube-scheduler and kwok, for a test that runs
-// graft its own way. It returns once every node is Ready.
+// apiserverArgs added to its flags, kube-controller-manager (unless
+// o.APIOnly), and with o.Nodes simulated nodes kube-scheduler and kwok,
+// for a test that runs graft its own way. It returns once every node is
+// Ready.
 func StartControlPlane(ctx context.Context, o Options, apiserverArgs ...string) (*Cluster, error) {
 	c := &Cluster{opts: o}
 	var (
@@ -163,20 +194,30 @@ func StartControlPlane(ctx context.Context, o Options, apiserverArgs ...string) 
 	if err != nil {
 		return c, fmt.Errorf("clientset: %w", err)
 	}
+	if o.APIOnly {
+		return c, c.systemServiceAccounts(ctx)
+	}
 	if c.controllers, err = startControllerManager(ctx, o.KubeControllerManager, o.Dir, c.apiserver, c.Client, o.ControllerManagerArgs); err != nil {
 		return c, err
 	}
-	if o.Nodes == 0 {
+	if o.Nodes == 0 && o.RealNodes == nil {
 		return c, nil
 	}
 	if c.scheduler, err = startScheduler(o.KubeScheduler, o.Dir, c.apiserver, o.SchedulerArgs); err != nil {
 		return c, err
 	}
-	if c.kwok, err = startKwok(ctx, o.Kwok, o.KwokStages, o.Dir, c.apiserver); err != nil {
-		return c, err
+	if o.Nodes > 0 {
+		if c.kwok, err = startKwok(ctx, o.Kwok, o.KwokStages, o.Dir, c.apiserver); err != nil {
+			return c, err
+		}
+		if err := addNodes(ctx, c.Client, c.kwok, o.Nodes); err != nil {
+			return c, err
+		}
 	}
-	if err := addNodes(ctx, c.Client, c.kwok, o.Nodes); err != nil {
-		return c, err
+	if o.RealNodes != nil {
+		if c.realNodes, err = o.RealNodes(ctx, c); err != nil {
+			return c, err
+		}
 	}
 	return c, nil
 }
@@ -197,6 +238,20 @@ func (c *Cluster) RESTConfig() *rest.Config {
 		WarningHandler: c.warnings,
 	}
 }
+
+// ServerVersion is the version the API server reports on /version, such
+// as v1.37.2: what results files name, never a constant.
+func (c *Cluster) ServerVersion() (string, error) {
+	v, err := c.Client.Discovery().ServerVersion()
+	if err != nil {
+		return "", fmt.Errorf("kube-apiserver /version: %w", err)
+	}
+	return v.GitVersion, nil
+}
+
+// APIOnly reports whether only etcd and kube-apiserver run: no
+// controllers and no nodes (Options.APIOnly).
+func (c *Cluster) APIOnly() bool { return c.opts.APIOnly }
 
 // APIServerPID is the API server's process id.
 func (c *Cluster) APIServerPID() int { return c.apiserver.proc.Pid() }
@@ -240,6 +295,9 @@ func (c *Cluster) Stop() error {
 	if c.graft != nil {
 		errs = append(errs, c.graft.stop())
 	}
+	if c.realNodes != nil {
+		errs = append(errs, c.realNodes.Close())
+	}
 	for _, p := range []*proc.Process{c.kwok, c.scheduler, c.controllers, c.apiProc()} {
 		if p != nil {
 			errs = append(errs, p.Stop(15*time.Second))
@@ -281,6 +339,9 @@ func (c *Cluster) LogFiles() []string {
 	for _, p := range c.processes() {
 		out = append(out, p.LogPath())
 	}
+	if c.realNodes != nil {
+		out = append(out, c.realNodes.LogFiles()...)
+	}
 	if c.warnings != nil {
 		out = append(out, c.warnings.path)
 	}
@@ -320,4 +381,26 @@ func TempRoot() string {
 // RESTConfig does, for the graft commands that read a cluster.
 func (c *Cluster) WriteKubeconfig(path string) error {
 	return c.apiserver.writeKubeconfig(path, adminUser)
+}
+
+// systemNamespaces are the namespaces kube-apiserver makes itself.
+var systemNamespaces = []string{"default", "kube-system", "kube-public"}
+
+// systemServiceAccounts gives the API server's own namespaces their
+// default ServiceAccount once they exist, as the controller manager would
+// (APIOnly), so Pods can be created there too.
+func (c *Cluster) systemServiceAccounts(ctx context.Context) error {
+	for _, ns := range systemNamespaces {
+		err := proc.Poll(ctx, c.apiserver.proc, 100*time.Millisecond, func(ctx context.Context) error {
+			_, err := c.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("namespace %s: %w", ns, err)
+		}
+		if err := c.WaitServiceAccount(ctx, ns); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -16,8 +16,10 @@ import (
 // Addr (TLS, certificate for 127.0.0.1 signed by CA) and metrics and health
 // on AdminAddr (plain HTTP).
 type graftServer struct {
+	name       string // the process's name, and its log's
 	bin, dir   string
 	args       []string
+	env        []string
 	proc       *proc.Process
 	Addr       string
 	AdminAddr  string
@@ -26,7 +28,13 @@ type graftServer struct {
 }
 
 func newGraft(bin, dir string, config []byte) (*graftServer, error) {
-	certDir := filepath.Join(dir, "graft-certs")
+	return newNamedGraft("graft", bin, dir, config)
+}
+
+// newNamedGraft is newGraft for a graft called name, whose certificates
+// and configuration are named after it.
+func newNamedGraft(name, bin, dir string, config []byte) (*graftServer, error) {
+	certDir := filepath.Join(dir, name+"-certs")
 	ca, err := graftCerts(bin, certDir)
 	if err != nil {
 		return nil, err
@@ -35,7 +43,7 @@ func newGraft(bin, dir string, config []byte) (*graftServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &graftServer{bin: bin, dir: dir, CA: ca, Addr: addrs[0].String(), AdminAddr: addrs[1].String()}
+	g := &graftServer{name: name, bin: bin, dir: dir, CA: ca, Addr: addrs[0].String(), AdminAddr: addrs[1].String()}
 	g.args = []string{"serve",
 		"--addr=" + g.Addr,
 		"--admin-addr=" + g.AdminAddr,
@@ -46,7 +54,7 @@ func newGraft(bin, dir string, config []byte) (*graftServer, error) {
 		"--drain-delay=100ms",
 	}
 	if config != nil {
-		g.configPath = filepath.Join(dir, "graft-config.yaml")
+		g.configPath = filepath.Join(dir, name+"-config.yaml")
 		if err := os.WriteFile(g.configPath, config, 0o600); err != nil {
 			return nil, fmt.Errorf("graft config: %w", err)
 		}
@@ -74,7 +82,7 @@ func (g *graftServer) start(ctx context.Context) error {
 	if g.proc != nil && g.proc.Running() {
 		return fmt.Errorf("graft is already running")
 	}
-	p, err := proc.Start(proc.Spec{Name: "graft", Dir: g.dir, Bin: g.bin, Args: g.args})
+	p, err := proc.Start(proc.Spec{Name: g.name, Dir: g.dir, Bin: g.bin, Args: g.args, Env: g.env})
 	if err != nil {
 		return err
 	}
@@ -113,4 +121,48 @@ func (c *Cluster) GraftLog(max int64) string {
 		return ""
 	}
 	return c.graft.proc.Tail(max)
+}
+
+// Graft is a graft serve of a test's own beside the cluster's, configured
+// once its address is known: NewGraft picks its ports and certificate,
+// Start runs it.
+type Graft struct{ g *graftServer }
+
+// NewGraft makes a graft called name (its log is <name>.log in the run's
+// directory) with ports and a certificate of its own. Nothing runs yet.
+func (c *Cluster) NewGraft(name string) (*Graft, error) {
+	g, err := newNamedGraft(name, c.opts.Graft, c.opts.Dir, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Graft{g: g}, nil
+}
+
+// Addr is its webhook address (host:port, TLS); AdminAddr its metrics and
+// health address; CA the PEM CA of its certificate.
+func (g *Graft) Addr() string      { return g.g.Addr }
+func (g *Graft) AdminAddr() string { return g.g.AdminAddr }
+func (g *Graft) CA() []byte        { return g.g.CA }
+
+// Start runs it with config (its --config) and env added to its
+// environment, and waits until it is ready.
+func (g *Graft) Start(ctx context.Context, config []byte, env ...string) error {
+	g.g.configPath = filepath.Join(g.g.dir, g.g.name+"-config.yaml")
+	if err := os.WriteFile(g.g.configPath, config, 0o600); err != nil {
+		return fmt.Errorf("%s config: %w", g.g.name, err)
+	}
+	g.g.args = append(g.g.args, "--config="+g.g.configPath)
+	g.g.env = env
+	return g.g.start(ctx)
+}
+
+// Stop stops it (SIGTERM, then kill after a grace period).
+func (g *Graft) Stop() error { return g.g.stop() }
+
+// Log returns the end of its log.
+func (g *Graft) Log(max int64) string {
+	if g.g.proc == nil {
+		return ""
+	}
+	return g.g.proc.Tail(max)
 }

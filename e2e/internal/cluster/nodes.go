@@ -58,7 +58,9 @@ func startKwok(ctx context.Context, bin, stages, dir string, a *apiServer) (*pro
 		"--kubeconfig=" + kubeconfig,
 		"--config=" + config,
 		"--config=" + stages,
-		"--manage-all-nodes=true",
+		// Only its own nodes: a real node's status and Pods are its
+		// kubelet's.
+		"--manage-nodes-with-label-selector=" + NodeLabel + "=kwok",
 		"--server-address=" + addrs[0].String(),
 		// As a kubelet does: a 40 s lease, renewed well within it, so
 		// the node lifecycle controller never finds a node gone.
