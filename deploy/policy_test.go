@@ -426,7 +426,7 @@ func TestPolicyAgreesWithEngineSkips(t *testing.T) {
 	// onConflict: keep: the shipped profiles deny, so this is the policy a
 	// keeping configuration gets. graft keeps the Pod's own graft-proxy,
 	// leaves mesh-proxy out and records the container under "kept"
-	// (GUARANTEE-SPEC.md; the engine's side is inject/'s).
+	// (docs/concepts/guarantee.md; the engine's side is inject/'s).
 	f := loadFileConfig(t)
 	f.Config = withConflictKeep(f.Config)
 	rc, err := f.RevisionsConfig("base/templates")

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/imageref"
 	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/templates"
 )
@@ -90,7 +91,15 @@ func ProfileImages(p *inject.Profile, tmpl string, cf *ContainerFacts, defaults 
 	if allowed := p.AllowedImages; len(allowed) > 0 {
 		chosen = nil
 		for _, a := range allowed {
-			chosen = append(chosen, a+"*")
+			// Each entry up to a boundary (imageref.Expand, the
+			// engine's rule).
+			exact, prefixes := imageref.Expand(a)
+			if exact != "" {
+				chosen = append(chosen, exact)
+			}
+			for _, pre := range prefixes {
+				chosen = append(chosen, pre+"*")
+			}
 		}
 	}
 	images := slices.Clone(cf.Images)
@@ -113,7 +122,8 @@ func ProfileImages(p *inject.Profile, tmpl string, cf *ContainerFacts, defaults 
 
 // SidecarExpr is a CEL expression that holds when the Pod container bound
 // to c, found among the init containers (init) or not, is one of sidecars
-// by its kind and image.
+// by its kind and image: an exact entry, or a prefix entry and an image
+// reference, as the engine requires (imageref).
 func SidecarExpr(sidecars map[string]Sidecar, init bool) (string, error) {
 	var exact, prefixes []string
 	for _, n := range slices.Sorted(maps.Keys(sidecars)) {
@@ -141,7 +151,8 @@ func SidecarExpr(sidecars map[string]Sidecar, init bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return "((" + k + ") in " + ex + " ||\n  " + pre + ".exists(x, (" + k + ").startsWith(x)))", nil
+	img := `c.?image.orValue("")`
+	return "((" + k + ") in " + ex + " ||\n  " + pre + ".exists(x, (" + k + ").startsWith(x)) && " + imageref.CELValid(img) + ")", nil
 }
 
 // jsonList writes l as JSON, which for a list of strings is also a CEL

@@ -391,10 +391,16 @@ func TestGuaranteeFollowsProfiles(t *testing.T) {
 	if v := r.check(t, chosen, "prefixed", ""); v.Denied != "" {
 		t.Errorf("profile prefixed, an allowed image: denied %q", v.Denied)
 	}
-	for _, img := range []string{"registry.example.evil/agent:9", "registry.example/../evil/agent:9", "registry.example//agent:9"} {
+	// An image reference outside the entries is refused by allowedImages;
+	// one that is no image reference by the parameter's format first, as
+	// the engine checks them.
+	for img, why := range map[string]string{
+		"registry.example.evil/agent:9":    `the image is not one profile "prefixed" allows (allowedImages: ghcr.io/graftdev/, registry.example/)`,
+		"registry.example/../evil/agent:9": `must be a container image reference: it contains ".."`,
+		"registry.example//agent:9":        `must be a container image reference: it has an empty path segment`,
+	} {
 		p := withAnnotations(r.admit(t, appPod(), "prefixed", ""), names.ParamAnnotation("agent", "image"), img)
-		wantDenied(t, "profile prefixed, "+img, r.check(t, p, "prefixed", ""),
-			`annotation graft.dev/agent.image=`+`"`+img+`": the image is not one profile "prefixed" allows (allowedImages: ghcr.io/graftdev/, registry.example/)`)
+		wantDenied(t, "profile prefixed, "+img, r.check(t, p, "prefixed", ""), `annotation graft.dev/agent.image=`+`"`+img+`": `+why)
 	}
 	// A lenient profile renders defaults in place of bad values, and says
 	// nothing of them; the sidecar must be that render.
