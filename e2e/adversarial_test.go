@@ -12,8 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/names"
+	"github.com/graftdev/graft/internal/registration"
 	"github.com/graftdev/graft/internal/vapeval"
+	"github.com/graftdev/graft/templates"
 )
 
 // Issue 32: graft's guarantee holds against Pod authors. Each case is
@@ -93,6 +96,13 @@ func newAdversary(t *testing.T, prefix, profile string, reviewVersions ...string
 func bindShippedGuarantee(t *testing.T, profile string, nss ...string) string {
 	t.Helper()
 	policy, binding := shippedGuarantee(t, profile)
+	return bindGuaranteeCopy(t, policy, binding, nss...)
+}
+
+// bindGuaranteeCopy is bindShippedGuarantee for any guarantee: it renames
+// policy and binding and installs them selecting nss only.
+func bindGuaranteeCopy(t *testing.T, policy *regv1.ValidatingAdmissionPolicy, binding *regv1.ValidatingAdmissionPolicyBinding, nss ...string) string {
+	t.Helper()
 	name := policy.Name + "-" + nss[0]
 	policy.Name, binding.Name, binding.Spec.PolicyName = name, name, name
 	policy.Spec.MatchConstraints.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
@@ -118,12 +128,18 @@ func (a *adversary) forged(name string) *corev1.Pod {
 	return p
 }
 
-// realContainer is the real injection's container called name.
+// realContainer is the real injection's container called name, as a Pod
+// author copies it into a manifest: without the ServiceAccount token
+// mount, whose volume the Pod does not carry (the ServiceAccount
+// admission plugin adds both again), so the API server's validation lets
+// the Pod reach graft and the policy.
 func (a *adversary) realContainer(t *testing.T, name string) corev1.Container {
 	t.Helper()
 	for _, c := range allContainers(a.realPod) {
 		if c.Name == name {
-			return *c.DeepCopy()
+			c := *c.DeepCopy()
+			c.VolumeMounts = withoutTokenMount(c.VolumeMounts)
+			return c
 		}
 	}
 	t.Fatalf("graft's Pod has no container %s", name)
@@ -193,63 +209,77 @@ func ownSidecar(name, image string) corev1.Container {
 }
 
 // TestAdversaryForgedSidecars: attacks 1 and 2 of issue 32 and their
-// variants, through graft and with graft bypassed.
+// variants, through graft and with graft bypassed. Each side refuses in
+// its own words, naming the container and what differs: the policy
+// (`init container graft-proxy is not graft's: field command is not what
+// template mesh-proxy renders`) and graft (`Pod already has init container
+// "graft-proxy", which graft did not inject: its command differs`).
 func TestAdversaryForgedSidecars(t *testing.T) {
 	a := newAdversary(t, "e2e-adv-forged", "mesh-proxy")
 	hostPath := corev1.HostPathUnset
+	sidecar := a.injectedContainer
+	notGrafts := func(container, field string) []string {
+		return []string{"init container " + container + " is not graft's", "field " + field + " is not what template mesh-proxy renders"}
+	}
+	differs := func(container, field string) []string {
+		return []string{fmt.Sprintf("init container %q, which graft did not inject", container), "its " + field}
+	}
 	for _, c := range []struct {
-		name string
-		pod  func(name string) *corev1.Pod
-		want []string
+		name              string
+		pod               func(name string) *corev1.Pod
+		policy, graftSays []string
 	}{
-		// 1: a name another template renders, which this profile does not inject.
+		// 1: a name another template renders, which this profile does not
+		// inject. Without a record, the policy's first finding is that
+		// graft did not inject the Pod at all.
 		{"1 another template's sidecar", func(n string) *corev1.Pod {
 			p := simplePod(n)
 			p.Spec.InitContainers = []corev1.Container{ownSidecar("graft-secrets-agent", "registry.invalid/agent:1")}
 			return p
-		}, []string{"graft-secrets-agent"}},
+		}, []string{"graft did not inject this Pod"}, []string{`init container "graft-secrets-agent", which graft did not inject`, "template secrets-agent renders that name"}},
 		{"1 another template's sidecar, a copied record", func(n string) *corev1.Pod {
 			p := a.forged(n)
-			p.Spec.InitContainers = []corev1.Container{a.realContainer(t, a.injectedContainer), ownSidecar("graft-log-shipper", "registry.invalid/x:1")}
+			p.Spec.InitContainers = []corev1.Container{a.realContainer(t, sidecar), ownSidecar("graft-log-shipper", "registry.invalid/x:1")}
 			return p
-		}, []string{"graft-log-shipper"}},
+		}, []string{"graft-log-shipper"}, []string{`init container "graft-log-shipper", which graft did not inject`, "template log-shipper renders that name"}},
 		// 2: graft's name and image, someone else's container.
 		{"2 graft's name and image, its own command and root", func(n string) *corev1.Pod {
 			p := a.forged(n)
-			c := ownSidecar(a.injectedContainer, a.realContainer(t, a.injectedContainer).Image)
+			c := ownSidecar(sidecar, a.realContainer(t, sidecar).Image)
 			p.Spec.Volumes = []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/", Type: &hostPath}}}}
 			c.VolumeMounts = []corev1.VolumeMount{{Name: "host", MountPath: "/host"}}
 			p.Spec.InitContainers = []corev1.Container{c}
 			return p
-		}, []string{a.injectedContainer, "is not graft's"}},
+		}, notGrafts(sidecar, "command"), differs(sidecar, "command")},
 		{"2 graft's render but one env var", func(n string) *corev1.Pod {
 			p := a.forged(n)
-			c := a.realContainer(t, a.injectedContainer)
+			c := a.realContainer(t, sidecar)
 			c.Env = append(c.Env, corev1.EnvVar{Name: "HTTP_PROXY", Value: "http://evil.invalid"})
 			p.Spec.InitContainers = []corev1.Container{c}
 			return p
-		}, []string{a.injectedContainer, "field env"}},
-		{"2 graft's render but privileged", func(n string) *corev1.Pod {
+		}, notGrafts(sidecar, "env"), differs(sidecar, "env")},
+		// Privileged is invalid beside graft's allowPrivilegeEscalation:
+		// false (and in this cluster); added capabilities are not.
+		{"2 graft's render but NET_ADMIN", func(n string) *corev1.Pod {
 			p := a.forged(n)
-			c := a.realContainer(t, a.injectedContainer)
-			privileged := true
-			c.SecurityContext.Privileged = &privileged
+			c := a.realContainer(t, sidecar)
+			c.SecurityContext.Capabilities.Add = []corev1.Capability{"NET_ADMIN", "NET_RAW"}
 			p.Spec.InitContainers = []corev1.Container{c}
 			return p
-		}, []string{a.injectedContainer, "field securityContext"}},
+		}, notGrafts(sidecar, "securityContext"), differs(sidecar, "securityContext")},
 		{"2 graft's render but another probe", func(n string) *corev1.Pod {
 			p := a.forged(n)
-			c := a.realContainer(t, a.injectedContainer)
+			c := a.realContainer(t, sidecar)
 			c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
 			p.Spec.InitContainers = []corev1.Container{c}
 			return p
-		}, []string{a.injectedContainer, "field readinessProbe"}},
+		}, notGrafts(sidecar, "readinessProbe"), differs(sidecar, "readinessProbe")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			stored, err := attempt(t, a.bypassed, c.pod("bypassed"))
-			requireHeld(t, "graft bypassed", stored, err, nil, append([]string{a.policyName}, c.want...)...)
+			requireHeld(t, "graft bypassed", stored, err, nil, append([]string{a.policyName}, c.policy...)...)
 			stored, err = attempt(t, a.served, c.pod("through-graft"))
-			requireHeld(t, "through graft", stored, err, a.sameAs(a.injectedContainer), c.want...)
+			requireHeld(t, "through graft", stored, err, a.sameAs(sidecar), append([]string{a.webhookName}, c.graftSays...)...)
 		})
 	}
 }
@@ -292,30 +322,46 @@ func TestAdversaryCollisions(t *testing.T) {
 		return nil
 	}, "graft-secrets")
 
-	// engine: collisions with an app container under a copied record.
+	// Collisions with an app container under a copied record, which graft
+	// checks whatever the record says: the mesh proxy's reserved uid and
+	// its health port, and what the agent template gives every app
+	// container (env var GRAFT_AGENT_ADDR, a mount at /var/run/graft-agent).
+	// The mesh proxy sets env only in its own sidecar, so an app's
+	// GRAFT_POD_NAME collides with nothing and is not a case here.
 	m := newAdversary(t, "e2e-adv-collide-mesh", "mesh-proxy")
+	ag := newAdversary(t, "e2e-adv-collide-agent", "agent")
 	uid := int64(1337)
 	for _, c := range []struct {
 		name string
-		edit func(*corev1.Container)
+		a    *adversary
+		edit func(*corev1.Pod)
+		want string
 	}{
-		{"an app on the proxy's uid", func(c *corev1.Container) { c.SecurityContext = &corev1.SecurityContext{RunAsUser: &uid} }},
-		{"an app on the proxy's health port", func(c *corev1.Container) { c.Ports = []corev1.ContainerPort{{ContainerPort: 15021}} }},
-		{"an app setting graft's env names", func(c *corev1.Container) {
-			c.Env = []corev1.EnvVar{{Name: "GRAFT_POD_NAME", Value: "spoofed"}}
-		}},
+		{"an app on the proxy's uid", m, func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsUser: &uid}
+		}, `container "app" runs as uid 1337, which template mesh-proxy reserves for its container "graft-proxy"`},
+		{"an app on the proxy's health port", m, func(p *corev1.Pod) {
+			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 15021}}
+		}, `container "app" already uses port 15021/TCP, which template mesh-proxy's container "graft-proxy" opens`},
+		{"an app setting graft's env names", ag, func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "GRAFT_AGENT_ADDR", Value: "evil.invalid:80"}}
+		}, `container "app" already sets env var "GRAFT_AGENT_ADDR", which template agent sets in every app container`},
+		{"an app mounting its own volume at graft's mount path", ag, func(p *corev1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "mine", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "mine", MountPath: "/var/run/graft-agent"}}
+		}, `container "app" already mounts volume "mine" at /var/run/graft-agent, where template agent mounts volume "graft-agent-run"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := m.forged("collide")
-			p.Spec.InitContainers = []corev1.Container{m.realContainer(t, m.injectedContainer)}
-			p.Spec.InitContainers[0].VolumeMounts = withoutTokenMount(p.Spec.InitContainers[0].VolumeMounts)
-			c.edit(&p.Spec.Containers[0])
-			_, err := attempt(t, m.served, p)
-			if err == nil {
-				t.Errorf("admitted: graft must refuse the collision whatever the record says (engine: branch g-engine)")
-				return
+			p := c.a.forged("collide-" + strings.ReplaceAll(strings.ReplaceAll(c.name, " ", "-"), "'", ""))
+			p.Spec.InitContainers = []corev1.Container{c.a.realContainer(t, c.a.injectedContainer)}
+			for _, v := range c.a.realPod.Spec.Volumes {
+				if !strings.HasPrefix(v.Name, "kube-api-access-") {
+					p.Spec.Volumes = append(p.Spec.Volumes, v)
+				}
 			}
-			t.Logf("refused: %v", err)
+			c.edit(p)
+			stored, err := attempt(t, c.a.served, p)
+			requireHeld(t, "a copied record", stored, err, nil, c.a.webhookName, c.want)
 		})
 	}
 }
@@ -344,28 +390,33 @@ func TestAdversaryReservedAnnotations(t *testing.T) {
 		}
 		return nil
 	}
-	for _, c := range []struct {
+	for i, c := range []struct {
 		name  string
 		extra map[string]string
 		want  string
+		// refusedOnly: graft writes no such value, so only a refusal holds.
+		refusedOnly bool
 	}{
-		{"traffic redirection turned off", map[string]string{"redirect.graft.dev/mode": "none"}, "redirect.graft.dev/mode"},
-		{"another proxy uid", map[string]string{"redirect.graft.dev/proxy-uid": "0"}, "redirect.graft.dev/proxy-uid"},
-		{"outbound ports excluded", map[string]string{"redirect.graft.dev/exclude-outbound-ports": "1-65535"}, "redirect.graft.dev/exclude-outbound-ports"},
-		{"a key of graft's domain graft never writes", map[string]string{"redirect.graft.dev/bypass": "true"}, "redirect.graft.dev/bypass"},
+		{"traffic redirection turned off", map[string]string{"redirect.graft.dev/mode": "none"}, "redirect.graft.dev/mode", false},
+		{"another proxy uid", map[string]string{"redirect.graft.dev/proxy-uid": "0"}, "redirect.graft.dev/proxy-uid", false},
+		{"outbound ports excluded", map[string]string{"redirect.graft.dev/exclude-outbound-ports": "1-65535"}, "redirect.graft.dev/exclude-outbound-ports", false},
+		{"a key of graft's domain graft never writes", map[string]string{"redirect.graft.dev/bypass": "true"}, "redirect.graft.dev/bypass", true},
+		// The same ends through the template's parameters, which the
+		// shipped profiles lock (inject.BuiltinLocks).
+		{"traffic redirection turned off by parameter", map[string]string{"graft.dev/mesh-proxy.trafficRedirect": "none"}, "trafficRedirect", true},
+		{"outbound ports excluded by parameter", map[string]string{"graft.dev/mesh-proxy.excludeOutboundPorts": "80,443"}, "excludeOutboundPorts", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := simplePod("annotated")
+			p := simplePod(fmt.Sprintf("annotated-%d", i))
 			p.Annotations = c.extra
 			stored, err := attempt(t, a.served, p)
 			own := graftsValues
-			if _, renders := map[string]bool{"redirect.graft.dev/bypass": true}[c.want]; renders {
-				own = nil // graft writes no such key: only a refusal holds
+			if c.refusedOnly {
+				own = nil
 			}
 			requireHeld(t, "through graft", stored, err, own, c.want)
-			p = a.forged("annotated-bypassed")
+			p = a.forged(fmt.Sprintf("annotated-bypassed-%d", i))
 			p.Spec.InitContainers = []corev1.Container{a.realContainer(t, a.injectedContainer)}
-			p.Spec.InitContainers[0].VolumeMounts = withoutTokenMount(p.Spec.InitContainers[0].VolumeMounts)
 			for k, v := range a.realPod.Annotations {
 				p.Annotations[k] = v
 			}
@@ -519,14 +570,47 @@ func TestAdversaryOtherTemplatesAndVersions(t *testing.T) {
 	}
 }
 
-// TestGuaranteeDefaultsAsTheAPIServer: for each shipped profile injecting
-// one built-in template, Pods graft injects with the values that select
-// each variant of the template, as the API server stores them (a dry run:
-// defaulted, the ServiceAccount token mounted), are admitted by the
-// profile's shipped guarantee in the API server, and the guarantee's
-// matchCondition alone passes those without parameter annotations, run on
-// the stored object in-process: the defaults graft mirrors
-// (export/apidefaults.go) are the API server's.
+// unlockedGuarantee is the guarantee graft's compiler (the one that writes
+// deploy/base's) gives the suite's profile e2e-<template>, which injects
+// template alone and locks nothing: a policy that admits every value of
+// every parameter the template declares.
+func unlockedGuarantee(t *testing.T, template string) (*regv1.ValidatingAdmissionPolicy, *regv1.ValidatingAdmissionPolicyBinding) {
+	t.Helper()
+	suite, err := suiteConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile := templateProfile(template)
+	cfg := suite
+	cfg.DefaultProfile = profile
+	cfg.Profiles = map[string]inject.Profile{profile: suite.Profiles[profile]}
+	set, err := templates.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := registration.Guarantees(inject.RevisionsConfig{Revisions: []inject.RevisionConfig{{Config: cfg, Templates: set}}}, registration.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range gs {
+		if g.Profile == profile && g.Policy.Name == registration.PolicyName("graft", profile) && len(g.Bindings) == 1 {
+			return g.Policy, g.Bindings[0]
+		}
+	}
+	t.Fatalf("no guarantee for profile %s among %d", profile, len(gs))
+	return nil, nil
+}
+
+// TestGuaranteeDefaultsAsTheAPIServer: for each built-in template, Pods
+// graft injects with the values that select each variant of the template,
+// as the API server stores them (a dry run: defaulted, the ServiceAccount
+// token mounted), are admitted by the template's guarantee in the API
+// server, and the guarantee's matchCondition alone passes those without
+// parameter annotations, run on the stored object in-process: the
+// defaults graft mirrors (export/apidefaults.go) are the API server's.
+// The profiles are the suite's e2e-<template>, which lock nothing, so the
+// variants may set what the shipped profiles lock (trafficRedirect,
+// excludeInboundPorts, tls): those render fields no unlocked value does.
 func TestGuaranteeDefaultsAsTheAPIServer(t *testing.T) {
 	variants := map[string][]map[string]string{
 		"agent":       {nil, {"graft.dev/agent.debug": "true", "graft.dev/agent.logLevel": "debug"}},
@@ -536,12 +620,15 @@ func TestGuaranteeDefaultsAsTheAPIServer(t *testing.T) {
 		"secrets-agent": {nil, {"graft.dev/secrets-agent.templateFormat": "env", "graft.dev/secrets-agent.secretPaths": "secret/a, secret/b"},
 			{"graft.dev/secrets-agent.templateFormat": "yaml"}},
 	}
-	for profile, vs := range variants {
-		t.Run(profile, func(t *testing.T) {
-			ns := newNamespace(t, "e2e-defaults-"+profile, map[string]string{names.Inject: profile})
-			probe := newNamespace(t, "e2e-defaults-"+profile+"-probe", nil)
-			name := bindShippedGuarantee(t, profile, ns, probe)
-			policy, binding := shippedGuarantee(t, profile)
+	for template, vs := range variants {
+		t.Run(template, func(t *testing.T) {
+			profile := templateProfile(template)
+			labels := map[string]string{names.Inject: profile}
+			ns := newNamespace(t, "e2e-defaults-"+template, labels)
+			probe := newNamespace(t, "e2e-defaults-"+template+"-probe", nil)
+			registerWebhooks(t, "graft-e2e-defaults-"+template, scopedGraftWebhook(template+".defaults.e2e.graft.dev", ns, "/inject/"+profile))
+			policy, binding := unlockedGuarantee(t, template)
+			name := bindGuaranteeCopy(t, policy.DeepCopy(), binding.DeepCopy(), ns, probe)
 			compiled, err := vapeval.Compile(policy)
 			if err != nil {
 				t.Fatal(err)
@@ -549,6 +636,16 @@ func TestGuaranteeDefaultsAsTheAPIServer(t *testing.T) {
 			if err := compiled.Bind(binding); err != nil {
 				t.Fatal(err)
 			}
+			waitFor(t, "graft to inject in "+ns, func(ctx context.Context) error {
+				p, err := env.client.CoreV1().Pods(ns).Create(ctx, simplePod("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+				if err != nil {
+					return err
+				}
+				if !isInjected(p) {
+					return errors.New("not injected yet")
+				}
+				return nil
+			})
 			for i, a := range vs {
 				p := simplePod(fmt.Sprintf("v%d", i))
 				p.Annotations = a
@@ -561,7 +658,7 @@ func TestGuaranteeDefaultsAsTheAPIServer(t *testing.T) {
 					t.Errorf("%v: not injected", a)
 					continue
 				}
-				v, err := compiled.Admit(vapeval.Request{Object: stored, Namespace: vapeval.NamespaceOf(ns, map[string]string{names.Inject: profile})})
+				v, err := compiled.Admit(vapeval.Request{Object: stored, Namespace: vapeval.NamespaceOf(ns, labels)})
 				switch {
 				case err != nil:
 					t.Errorf("%v: %v", a, err)
