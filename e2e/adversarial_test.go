@@ -25,13 +25,8 @@ import (
 // graft's webhook reached as deploy/ ships it (or bypassed, as when it
 // fails open): every one ends refused with graft's or the policy's message,
 // or with graft's own container in the stored Pod, never with the Pod's.
-//
-// The policy side of every case holds on this branch. Cases marked
-// "engine" also need the webhook to compare content (GUARANTEE-SPEC: what
-// the webhook does), which branch g-engine brings: until it merges, graft
-// keeps the Pod's forged container under a copied record, and those cases
-// are still refused, by the policy; the ones asserting graft's own refusal
-// or overwrite (collisions under a copied record) fail until then.
+// Both graft and the policy decide by content (GUARANTEE-SPEC), so each
+// side is asserted in its own words, naming the container and the field.
 
 // adversary is a namespace whose Pods graft injects with one profile, by a
 // copy of the shipped webhook (path /inject/<profile>), and the shipped
@@ -287,8 +282,8 @@ func TestAdversaryForgedSidecars(t *testing.T) {
 // TestAdversaryCollisions: attack 3 of issue 32. A Pod volume under the
 // name of graft's volume, mounted by graft's sidecar, is refused by the
 // policy; the other collisions under a copied record (an app container on
-// the proxy's uid, port, env names or mount paths) are graft's to refuse:
-// engine (they fail until branch g-engine merges).
+// the proxy's uid or port, on graft's env names or mount paths) are
+// graft's to refuse, the record notwithstanding.
 func TestAdversaryCollisions(t *testing.T) {
 	a := newAdversary(t, "e2e-adv-collide", "secrets-agent")
 	hostPath := corev1.HostPathUnset
@@ -378,7 +373,8 @@ func withoutTokenMount(ms []corev1.VolumeMount) []corev1.VolumeMount {
 
 // TestAdversaryReservedAnnotations: attack 4 of issue 32. Annotations in
 // graft's domains preset by the Pod are refused, or overwritten by graft
-// (engine) so the stored Pod holds graft's values.
+// so the stored Pod holds graft's values; the same ends reached through
+// the locked parameters are refused by both.
 func TestAdversaryReservedAnnotations(t *testing.T) {
 	a := newAdversary(t, "e2e-adv-annotations", "mesh-proxy")
 	graftsValues := func(p *corev1.Pod) error {
@@ -403,8 +399,8 @@ func TestAdversaryReservedAnnotations(t *testing.T) {
 		{"a key of graft's domain graft never writes", map[string]string{"redirect.graft.dev/bypass": "true"}, "redirect.graft.dev/bypass", true},
 		// The same ends through the template's parameters, which the
 		// shipped profiles lock (inject.BuiltinLocks).
-		{"traffic redirection turned off by parameter", map[string]string{"graft.dev/mesh-proxy.trafficRedirect": "none"}, "trafficRedirect", true},
-		{"outbound ports excluded by parameter", map[string]string{"graft.dev/mesh-proxy.excludeOutboundPorts": "80,443"}, "excludeOutboundPorts", true},
+		{"traffic redirection turned off by parameter", map[string]string{"graft.dev/mesh-proxy.trafficRedirect": "none"}, "parameter trafficRedirect of template mesh-proxy is locked", true},
+		{"outbound ports excluded by parameter", map[string]string{"graft.dev/mesh-proxy.excludeOutboundPorts": "80,443"}, "parameter excludeOutboundPorts of template mesh-proxy is locked", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := simplePod(fmt.Sprintf("annotated-%d", i))
@@ -424,7 +420,7 @@ func TestAdversaryReservedAnnotations(t *testing.T) {
 				p.Annotations[k] = v
 			}
 			stored, err = attempt(t, a.bypassed, p)
-			requireHeld(t, "graft bypassed", stored, err, nil, c.want)
+			requireHeld(t, "graft bypassed", stored, err, nil, a.policyName, c.want)
 		})
 	}
 }
