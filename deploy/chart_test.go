@@ -446,26 +446,25 @@ func checkAuditRBAC(t *testing.T, kind, name string, doc []byte) {
 	}
 }
 
-// TestChartGuaranteeFilesAreGenerated: the guarantee's CEL and the built-in
-// templates' facts the chart fills its policies from are what `graft
-// guarantee` writes now; `make chart-files` refreshes them.
+// TestChartGuaranteeFilesAreGenerated: the guarantee's assembly and the
+// built-in templates' checks the chart builds its policies from are what
+// `graft guarantee` runs and writes now; `make chart-files` refreshes them.
 func TestChartGuaranteeFilesAreGenerated(t *testing.T) {
 	set, err := templates.Builtin()
 	if err != nil {
 		t.Fatal(err)
 	}
-	facts, err := registration.FactsJSON(set)
+	checks, err := registration.ChecksJSON(set)
 	if err != nil {
 		t.Fatal(err)
 	}
-	skeleton, err := registration.SkeletonYAML()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for file, want := range map[string][]byte{"guarantee-facts.json": facts, "guarantee-cel.yaml": skeleton} {
-		got, err := os.ReadFile(filepath.Join(chartDir, "files", file))
+	for file, want := range map[string][]byte{
+		"files/guarantee-checks.json": checks,
+		"templates/_guarantee.tpl":    []byte(registration.GuaranteeTemplate()),
+	} {
+		got, err := os.ReadFile(filepath.Join(chartDir, file))
 		if err != nil || !bytes.Equal(got, want) {
-			t.Errorf("%s/files/%s is not what graft guarantee writes: run make chart-files", chartDir, file)
+			t.Errorf("%s/%s is not what graft guarantee writes: run make chart-files", chartDir, file)
 		}
 	}
 }

@@ -88,17 +88,29 @@ func TestChartGuaranteesAreGenerated(t *testing.T) {
 				t.Fatalf("graft guarantee refuses the rendered configuration: %v", err)
 			}
 			if len(vaps) != len(want) {
-				t.Errorf("%d policies, want %d (one per profile)", len(vaps), len(want))
+				t.Errorf("%d policies, want %d", len(vaps), len(want))
 			}
+			bindings := 0
 			for _, g := range want {
 				got := one[admissionv1.ValidatingAdmissionPolicy](t, out, "ValidatingAdmissionPolicy", g.Policy.Name)
 				if d := gocmp.Diff(g.Policy.Spec, got.Spec); d != "" {
 					t.Errorf("%s differs from graft guarantee's (-generated +chart):\n%s", g.Policy.Name, d)
 				}
-				b := one[admissionv1.ValidatingAdmissionPolicyBinding](t, out, "ValidatingAdmissionPolicyBinding", g.Binding.Name)
-				if b.Spec.PolicyName != g.Policy.Name {
-					t.Errorf("binding %s names policy %s", b.Name, b.Spec.PolicyName)
+				if d := gocmp.Diff(g.Policy.Annotations, got.Annotations); d != "" {
+					t.Errorf("%s: annotations differ (-generated +chart):\n%s", g.Policy.Name, d)
 				}
+				for _, wb := range g.Bindings {
+					bindings++
+					b := one[admissionv1.ValidatingAdmissionPolicyBinding](t, out, "ValidatingAdmissionPolicyBinding", wb.Name)
+					// The chart's bindings take validationActions from its values.
+					wb.Spec.ValidationActions = b.Spec.ValidationActions
+					if d := gocmp.Diff(wb.Spec, b.Spec); d != "" {
+						t.Errorf("binding %s differs from graft guarantee's (-generated +chart):\n%s", wb.Name, d)
+					}
+				}
+			}
+			if n := len(out.find("ValidatingAdmissionPolicyBinding")); n != bindings {
+				t.Errorf("%d bindings, want %d", n, bindings)
 			}
 		})
 	}

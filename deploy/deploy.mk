@@ -45,13 +45,13 @@ CHART := deploy/helm/graft
 
 .PHONY: chart-files
 
-## chart-files: copy into the Helm chart the files it shares with the rest of deploy/ (templates, alerts, dashboard, the guarantee's CEL and template facts).
+## chart-files: copy into the Helm chart the files it shares with the rest of deploy/ (templates, alerts, dashboard, the guarantee's assembly and template checks).
 chart-files:
 	rm -f $(CHART)/files/templates/*.yaml
 	cp templates/builtin/*.yaml $(CHART)/files/templates/
 	cp deploy/components/monitoring/prometheusrule.yaml deploy/components/monitoring/graft-dashboard.json $(CHART)/files/
-	$(GO) run ./cmd/graft guarantee --cel-skeleton > $(CHART)/files/guarantee-cel.yaml
-	$(GO) run ./cmd/graft guarantee --facts > $(CHART)/files/guarantee-facts.json
+	$(GO) run ./cmd/graft guarantee --chart-template > $(CHART)/templates/_guarantee.tpl
+	$(GO) run ./cmd/graft guarantee --checks > $(CHART)/files/guarantee-checks.json
 
 ## deploy-webhooks: regenerate the webhook registrations and guarantee policies deploy/ ships from their configurations.
 deploy-webhooks:

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"reflect"
 	"bytes"
 	"os"
 	"path/filepath"
@@ -387,26 +388,38 @@ func checkMounts(t *testing.T, out output, ps corev1.PodSpec, c corev1.Container
 	one[corev1.ConfigMap](t, out, "ConfigMap", "graft-templates")
 }
 
-// TestValidatingAdmissionPolicy: one guarantee per profile, bound to deny,
-// failing closed, for Pod creates in the profile's namespaces but the
-// system's and graft's, skipping Pods that opted out; one matchCondition
-// (the check of a passing Pod: one conversion of it) and one validation.
+// TestValidatingAdmissionPolicy: one guarantee per profile, bound to deny
+// both where namespaces have no graft.dev/rev and where they name the one
+// revision, failing closed, for Pod creates, updates and ephemeral
+// containers in the profile's namespaces but the system's and graft's,
+// skipping Pods that opted out; one matchCondition (the whole check of a
+// passing Pod) and one validation; and the policy for namespaces whose
+// graft.dev/rev graft does not serve.
 func TestValidatingAdmissionPolicy(t *testing.T) {
 	out := kustomize(t, "base")
 	cfg := loadConfig(t)
 	vaps := out.find("ValidatingAdmissionPolicy")
-	if len(vaps) != len(cfg.Profiles) {
-		t.Fatalf("%d policies, want one per profile (%d)", len(vaps), len(cfg.Profiles))
+	if len(vaps) != len(cfg.Profiles)+1 {
+		t.Fatalf("%d policies, want one per profile (%d) and one for unknown revisions", len(vaps), len(cfg.Profiles))
 	}
 	for profile := range cfg.Profiles {
 		name := registration.PolicyName("graft", profile)
 		vap := one[admissionv1.ValidatingAdmissionPolicy](t, out, "ValidatingAdmissionPolicy", name)
-		bind := one[admissionv1.ValidatingAdmissionPolicyBinding](t, out, "ValidatingAdmissionPolicyBinding", name)
-		if bind.Spec.PolicyName != vap.Name {
-			t.Errorf("binding names policy %q, want %q", bind.Spec.PolicyName, vap.Name)
-		}
-		if !slices.Equal(bind.Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny}) {
-			t.Errorf("validationActions %v, want [Deny]", bind.Spec.ValidationActions)
+		for bname, rev := range map[string]metav1.LabelSelectorRequirement{
+			name:               {Key: revLabel, Operator: metav1.LabelSelectorOpDoesNotExist},
+			name + ".labelled": {Key: revLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"default"}},
+		} {
+			bind := one[admissionv1.ValidatingAdmissionPolicyBinding](t, out, "ValidatingAdmissionPolicyBinding", bname)
+			if bind.Spec.PolicyName != vap.Name {
+				t.Errorf("binding %s names policy %q, want %q", bname, bind.Spec.PolicyName, vap.Name)
+			}
+			if !slices.Equal(bind.Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny}) {
+				t.Errorf("validationActions %v, want [Deny]", bind.Spec.ValidationActions)
+			}
+			if mr := bind.Spec.MatchResources; mr == nil || mr.NamespaceSelector == nil ||
+				!reflect.DeepEqual(mr.NamespaceSelector.MatchExpressions, []metav1.LabelSelectorRequirement{rev}) {
+				t.Errorf("binding %s selects %+v, want namespaces %v", bname, mr, rev)
+			}
 		}
 		if deref(vap.Spec.FailurePolicy) != admissionv1.Fail {
 			t.Errorf("policy failurePolicy %v, want Fail", deref(vap.Spec.FailurePolicy))
@@ -416,8 +429,9 @@ func TestValidatingAdmissionPolicy(t *testing.T) {
 			t.Fatalf("matchConstraints %+v: want one rule", mc)
 		}
 		r := mc.ResourceRules[0]
-		if !slices.Equal(r.Operations, []admissionv1.OperationType{admissionv1.Create}) || !slices.Equal(r.Resources, []string{"pods"}) {
-			t.Errorf("rule %+v, want CREATE of pods", r)
+		if !slices.Equal(r.Operations, []admissionv1.OperationType{admissionv1.Create, admissionv1.Update}) ||
+			!slices.Equal(r.Resources, []string{"pods", "pods/ephemeralcontainers"}) {
+			t.Errorf("rule %+v, want CREATE and UPDATE of pods and their ephemeral containers", r)
 		}
 		if got := exprValues(mc.NamespaceSelector, injectLabel, metav1.LabelSelectorOpIn); !slices.Equal(got, []string{profile}) {
 			t.Errorf("%s: namespaces labelled %v, want [%s]", name, got, profile)
@@ -428,8 +442,8 @@ func TestValidatingAdmissionPolicy(t *testing.T) {
 		if got := exprValues(mc.ObjectSelector, injectLabel, metav1.LabelSelectorOpNotIn); !slices.Equal(got, []string{"false"}) || len(mc.ObjectSelector.MatchExpressions) != 1 {
 			t.Errorf("objectSelector %+v, want graft.dev/inject NotIn [false] alone: a label passes no Pod", mc.ObjectSelector)
 		}
-		// Each set of expressions costs a conversion of the Pod: the
-		// matchCondition is the whole check of a Pod that passes.
+		// Each set of expressions costs an evaluation: the matchCondition
+		// is the whole check of a Pod that passes.
 		if len(vap.Spec.MatchConditions) != 1 || len(vap.Spec.Validations) != 1 || len(vap.Spec.AuditAnnotations) != 0 {
 			t.Fatalf("%d matchConditions, %d validations, %d audit annotations: want one, one, none",
 				len(vap.Spec.MatchConditions), len(vap.Spec.Validations), len(vap.Spec.AuditAnnotations))
@@ -440,6 +454,12 @@ func TestValidatingAdmissionPolicy(t *testing.T) {
 			}
 		}
 	}
+	known := registration.UnknownRevisionPolicyName("graft")
+	vap := one[admissionv1.ValidatingAdmissionPolicy](t, out, "ValidatingAdmissionPolicy", known)
+	if got := exprValues(vap.Spec.MatchConstraints.NamespaceSelector, revLabel, metav1.LabelSelectorOpNotIn); !slices.Equal(got, []string{"default"}) {
+		t.Errorf("%s: namespaces whose graft.dev/rev is not in %v, want [default]", known, got)
+	}
+	one[admissionv1.ValidatingAdmissionPolicyBinding](t, out, "ValidatingAdmissionPolicyBinding", known)
 }
 
 func TestCertManagerCertificate(t *testing.T) {

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"maps"
 	"bytes"
 	"encoding/json"
 	"os"
@@ -14,7 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/graftdev/graft/config"
+	"github.com/graftdev/graft/export"
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/guaranteecorpus"
 	"github.com/graftdev/graft/internal/registration"
 	"github.com/graftdev/graft/internal/vapeval"
 	"github.com/graftdev/graft/templates"
@@ -35,6 +38,9 @@ func shippedPolicies(t *testing.T) map[string]*vapeval.Policy {
 	built := kustomize(t, "base")
 	for _, o := range built.find("ValidatingAdmissionPolicy") {
 		vap := one[admissionv1.ValidatingAdmissionPolicy](t, built, "ValidatingAdmissionPolicy", o.name)
+		if vap.Name == registration.UnknownRevisionPolicyName("graft") {
+			continue
+		}
 		profile, ok := strings.CutPrefix(vap.Name, registration.PolicyName("graft", ""))
 		if !ok {
 			t.Fatalf("policy %s is not named %s", vap.Name, registration.PolicyName("graft", "<profile>"))
@@ -70,7 +76,13 @@ func anyVerdict(t *testing.T, policies map[string]*vapeval.Policy, profile, pod 
 	if !ok {
 		t.Fatalf("no shipped policy for profile %s", profile)
 	}
-	v, err := p.Evaluate(obj, "apps", map[string]string{injectLabel: profile})
+	// The API server defaults the Pod before any validation.
+	typed, err := vapeval.PodOf(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	export.APIDefaults(typed)
+	v, err := p.Admit(vapeval.Request{Object: typed, Namespace: vapeval.NamespaceOf("apps", map[string]string{injectLabel: profile})})
 	if err != nil {
 		t.Fatalf("%v\npod: %s", err, pod)
 	}
@@ -199,11 +211,10 @@ func TestPoliciesAreGenerated(t *testing.T) {
 }
 
 // TestPolicyPassesWhatGraftInjects: a Pod the real engine injected with
-// each shipped profile passes on the matchCondition alone (the API server
-// converts it once); without the label, with graft.dev/status as graft
-// writes it or wrote it before (version 1), it passes too. Each container
-// graft added, removed after graft, is refused by name; graft called
-// again puts it back.
+// each shipped profile passes on the matchCondition alone; without the
+// label graft.dev/injected, it passes too (the label proves nothing either
+// way). Each container graft added, removed after graft, is refused by
+// name; graft called again puts it back.
 func TestPolicyPassesWhatGraftInjects(t *testing.T) {
 	policies := shippedPolicies(t)
 	engine, cfg := shippedEngine(t)
@@ -222,12 +233,8 @@ func TestPolicyPassesWhatGraftInjects(t *testing.T) {
 			}
 			unlabelled := injected.DeepCopy()
 			delete(unlabelled.Labels, "graft.dev/injected")
-			v1 := unlabelled.DeepCopy()
-			statusV1(t, v1)
-			for form, pod := range map[string]*corev1.Pod{"v1": v1, "v2": unlabelled} {
-				if v := verdict(t, policies, name, mustJSON(t, pod)); v.Denied != "" {
-					t.Errorf("%s status, no label: refused: %s", form, v.Denied)
-				}
+			if v := verdict(t, policies, name, mustJSON(t, unlabelled)); v.Denied != "" {
+				t.Errorf("no label: refused: %s", v.Denied)
 			}
 			var added []string
 			for _, c := range append(slices.Clone(injected.Spec.InitContainers), injected.Spec.Containers...) {
@@ -283,13 +290,23 @@ func TestPolicyVerdicts(t *testing.T) {
 		return `{"apiVersion":"v1","kind":"Pod","metadata":` + mustJSON(t, meta) + `,"spec":` + spec + `}`
 	}
 	withProxy := func(edit func(*corev1.Container)) string {
-		c := proxy
-		edit(&c)
+		c := proxy.DeepCopy()
+		edit(c)
 		return `{"initContainers":[` + mustJSON(t, c) + `],"containers":[{"name":"app"}]}`
 	}
 	const app = `{"containers":[{"name":"app"}]}`
-	recorded := func(s string) map[string]string { return map[string]string{"graft.dev/status": s} }
+	// The record, and the annotations graft writes beside it.
+	recorded := func(s string) map[string]string {
+		a := maps.Clone(real.Annotations)
+		a["graft.dev/status"] = s
+		return a
+	}
 	injectedLabel := map[string]string{"graft.dev/injected": "default"}
+	with := func(m map[string]string, k, v string) map[string]string {
+		m = maps.Clone(m)
+		m[k] = v
+		return m
+	}
 	cases := []struct {
 		name string
 		pod  string
@@ -301,23 +318,35 @@ func TestPolicyVerdicts(t *testing.T) {
 		{"opted out", pod(map[string]string{"graft.dev/inject": "false"}, nil, app), "skip"},
 		{"opt-out label with another value", pod(map[string]string{"graft.dev/inject": "true"}, nil, app), notInjectedMsg},
 		{"graft's record and sidecar", pod(injectedLabel, recorded(status), withProxy(func(*corev1.Container) {})), "pass"},
-		{"graft's record, sidecar removed", pod(injectedLabel, recorded(status), app), "graft injected init container graft-proxy into this Pod"},
-		{"v1 record, sidecar removed", pod(nil, recorded(`{"templates":["mesh-proxy"],"initContainers":["graft-proxy"]}`), app), removedMsg},
+		{"graft's record, sidecar removed", pod(injectedLabel, recorded(status), app), "graft adds init container graft-proxy (template mesh-proxy) to this Pod"},
+		{"v1 record (graft upgrades it on admission), sidecar removed", pod(nil, recorded(`{"templates":["mesh-proxy"],"initContainers":["graft-proxy"]}`), app),
+			"graft.dev/status records no template mesh-proxy injected at revision default"},
 		{"copied record, own image", pod(injectedLabel, recorded(status), withProxy(func(c *corev1.Container) { c.Image = "evil.example/proxy:1" })),
-			"init container graft-proxy is not graft's: its image evil.example/proxy:1 is not one profile enabled injects (docker.io/envoyproxy/envoy:"},
+			"init container graft-proxy is not graft's: field image is not what template mesh-proxy renders for this Pod"},
 		{"copied record, NET_ADMIN", pod(injectedLabel, recorded(status), withProxy(func(c *corev1.Container) {
-			c.Image = "busybox:1"
-			c.SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}
-		})), "is not graft's"},
+			c.SecurityContext.Capabilities.Add = []corev1.Capability{"NET_ADMIN"}
+		})), "init container graft-proxy is not graft's: field securityContext is not what template mesh-proxy renders"},
+		{"copied record, root", pod(injectedLabel, recorded(status), withProxy(func(c *corev1.Container) {
+			u := int64(0)
+			c.SecurityContext.RunAsUser = &u
+		})), "field securityContext"},
+		{"copied record, own command", pod(injectedLabel, recorded(status), withProxy(func(c *corev1.Container) { c.Command = []string{"/bin/sh", "-c", "x"} })),
+			"field command"},
 		{"copied record, not native", pod(injectedLabel, recorded(status), withProxy(func(c *corev1.Container) { c.RestartPolicy = nil })),
-			"graft injects it as native"},
-		{"a sidecar's name, not recorded", pod(nil, recorded(`{"version":2}`), withProxy(func(*corev1.Container) {})),
-			"named like a sidecar template mesh-proxy injects, but graft.dev/status does not record it"},
-		{"nothing injected, nothing of graft's (onConflict: keep)", pod(nil, recorded(`{"version":2}`), app), "pass"},
+			"field restartPolicy"},
+		{"a sidecar's name, a record claiming nothing", pod(nil, recorded(`{"version":2}`), withProxy(func(*corev1.Container) {})),
+			"graft.dev/status records no template mesh-proxy"},
+		{"a record claiming nothing, no sidecar", pod(nil, recorded(`{"version":2}`), app), "graft.dev/status records no template mesh-proxy"},
+		{"a bogus record", pod(nil, recorded("x"), app), "graft.dev/status records no template mesh-proxy"},
+		{"another template's sidecar name", pod(injectedLabel, recorded(status),
+			`{"initContainers":[`+mustJSON(t, proxy)+`,{"name":"graft-secrets-agent","image":"evil:1","restartPolicy":"Always"}],"containers":[{"name":"app"}]}`),
+			"init container graft-secrets-agent is named like a sidecar of template secrets-agent, which graft does not inject into this Pod"},
+		{"a reserved annotation preset", pod(injectedLabel, with(recorded(status), "redirect.graft.dev/mode", "none"), withProxy(func(*corev1.Container) {})),
+			`annotation redirect.graft.dev/mode="none" is not what template mesh-proxy renders for this Pod`},
 		{"hostNetwork, profile skips it", pod(nil, nil, `{"hostNetwork":true,"containers":[{"name":"app"}]}`), "pass"},
 		{"hostNetwork false", pod(nil, nil, `{"hostNetwork":false,"containers":[{"name":"app"}]}`), notInjectedMsg},
 		{"mirror Pod", pod(nil, map[string]string{"kubernetes.io/config.mirror": "x"}, app), "pass"},
-		{"selects no templates", pod(nil, map[string]string{"graft.dev/templates": " , "}, app), "pass"},
+		{"selects no templates", pod(nil, map[string]string{"graft.dev/templates": " , "}, app), ""},
 		{"selects a template", pod(nil, map[string]string{"graft.dev/templates": "mesh-proxy"}, app), notInjectedMsg},
 	}
 	for _, c := range cases {
@@ -352,19 +381,11 @@ func TestPolicyVerdicts(t *testing.T) {
 // TestPolicyAgreesWithEngineSkips: every Pod the real engine admits, the
 // policy admits: those graft injects on the matchCondition alone; those it
 // leaves alone without a record (an empty template selection, a mirror
-// Pod, a hostNetwork Pod) and those whose every template conflicts under
-// onConflict: keep pass too.
+// Pod, a hostNetwork Pod) pass too; under onConflict: keep, a Pod whose
+// own container graft kept and recorded as kept passes.
 func TestPolicyAgreesWithEngineSkips(t *testing.T) {
 	policies := shippedPolicies(t)
-	engine, cfg := shippedEngine(t)
-	set, err := templates.LoadDir("base/templates")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keeper, err := inject.New(withConflictKeep(cfg), set)
-	if err != nil {
-		t.Fatal(err)
-	}
+	engine, _ := shippedEngine(t)
 	podWith := func(annotations map[string]string, spec string) string {
 		meta := map[string]any{"name": "p", "namespace": "apps"}
 		if annotations != nil {
@@ -396,13 +417,16 @@ func TestPolicyAgreesWithEngineSkips(t *testing.T) {
 			if got.Denied != "" {
 				t.Errorf("graft admits the Pod (%v/%v), yet the policy refuses it: %s", res.Decision, res.Reason, got.Denied)
 			}
-			if res.Decision == inject.DecisionInject && got.Matched {
+			// A Pod choosing its templates is checked by the validations.
+			if res.Decision == inject.DecisionInject && got.Matched && !strings.Contains(c.pod, "graft.dev/templates") {
 				t.Errorf("graft injected the Pod, yet the matchCondition holds")
 			}
 		})
 	}
 	// onConflict: keep: the shipped profiles deny, so this is the policy a
-	// keeping configuration gets.
+	// keeping configuration gets. graft keeps the Pod's own graft-proxy,
+	// leaves mesh-proxy out and records the container under "kept"
+	// (docs/concepts/guarantee.md; the engine's side is inject/'s).
 	f := loadFileConfig(t)
 	f.Config = withConflictKeep(f.Config)
 	rc, err := f.RevisionsConfig("base/templates")
@@ -419,12 +443,131 @@ func TestPolicyAgreesWithEngineSkips(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	own := podWith(nil, `{"initContainers":[{"name":"graft-proxy","image":"mine:1"}],"containers":[{"name":"app","image":"app:1"}]}`)
-	patched, res := admitPod(t, keeper, "", own)
-	if res.Decision == inject.DecisionDeny {
-		t.Fatalf("onConflict: keep denied: %v", res.Reason)
-	}
-	if got := verdict(t, keeping, "enabled", string(patched)); got.Denied != "" {
+	const own = `{"initContainers":[{"name":"graft-proxy","image":"mine:1"}],"containers":[{"name":"app","image":"app:1"}]}`
+	kept := podWith(map[string]string{"graft.dev/status": `{"version":2,"kept":["graft-proxy"]}`}, own)
+	if got := verdict(t, keeping, "enabled", kept); got.Denied != "" {
 		t.Errorf("onConflict: keep kept the Pod's own graft-proxy, yet the policy refuses it: %s", got.Denied)
 	}
+	if got := verdict(t, policies, "enabled", kept); !strings.Contains(got.Denied, "graft.dev/status records no template mesh-proxy") {
+		t.Errorf("onConflict: deny: a record keeping the Pod's own graft-proxy is honoured: %+v", got)
+	}
+	notKept := podWith(map[string]string{"graft.dev/status": `{"version":2}`}, own)
+	if got := verdict(t, keeping, "enabled", notKept); got.Denied == "" {
+		t.Error("onConflict: keep: the Pod's own graft-proxy, not recorded as kept, is admitted")
+	}
+}
+
+// TestRevisionsExampleGuarantee: issue 34's canary path. Following
+// deploy/examples/revisions/README.md on a deploy/base install applies the
+// example's configuration, webhooks and guarantee (it replaces the base's
+// policies of the same names): graft's Pods in namespaces on the canary
+// tag, on stable, without a label and on either revision pass it, the new
+// revision's sidecar included; a namespace labelled with one revision
+// refuses the other's; and the policy names every served revision.
+func TestRevisionsExampleGuarantee(t *testing.T) {
+	f, err := config.Load("examples/revisions/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := f.RevisionsConfig("base/templates")
+	if err != nil {
+		t.Fatal(err)
+	}
+	revs, err := inject.NewRevisions(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped := map[string]admissionv1.ValidatingAdmissionPolicy{}
+	var policies []*vapeval.Policy
+	data, err := os.ReadFile("examples/revisions/validatingadmissionpolicy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	built := parseObjects(t, data)
+	for _, o := range built.find("ValidatingAdmissionPolicy") {
+		vap := one[admissionv1.ValidatingAdmissionPolicy](t, built, "ValidatingAdmissionPolicy", o.name)
+		shipped[vap.Name] = vap
+		p, err := vapeval.Compile(&vap)
+		if err != nil {
+			t.Fatalf("%s: %v", vap.Name, err)
+		}
+		for _, b := range built.find("ValidatingAdmissionPolicyBinding") {
+			bind := one[admissionv1.ValidatingAdmissionPolicyBinding](t, built, "ValidatingAdmissionPolicyBinding", b.name)
+			if bind.Spec.PolicyName == vap.Name {
+				if err := p.Bind(&bind); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		policies = append(policies, p)
+	}
+	if got := shipped[registration.PolicyName("graft", "enabled")].Annotations["guarantee.graft.dev/revisions"]; got != "2026-11,2026-12" {
+		t.Errorf("the default revision's policy accepts %q, want every served revision", got)
+	}
+	check := func(pod *corev1.Pod, rev string) string {
+		t.Helper()
+		ns := map[string]string{injectLabel: "enabled"}
+		if rev != "" {
+			ns[revLabel] = rev
+		}
+		denied, selected := "", 0
+		for _, p := range policies {
+			v, err := p.Admit(vapeval.Request{Object: pod, Namespace: vapeval.NamespaceOf("shop", ns)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Selected {
+				selected++
+			}
+			if denied == "" {
+				denied = v.Denied
+			}
+		}
+		if selected != 1 {
+			t.Fatalf("%d policies select a namespace labelled %q", selected, rev)
+		}
+		return denied
+	}
+	for _, rev := range []string{"", "stable", "canary", "2026-11", "2026-12"} {
+		for _, target := range []string{"2026-11", "2026-12"} {
+			p := admitRev(t, revs, "enabled", target)
+			denied := check(p, rev)
+			want := rev == "" || rev == "stable" || rev == "canary" || rev == target
+			if (denied == "") != want {
+				t.Errorf("namespace labelled %q, Pod injected at %s: denied %q, want admitted %v", rev, target, denied, want)
+			}
+		}
+	}
+}
+
+// admitRev injects an app Pod with revs for profile at revision rev and
+// stores it as the API server would.
+func admitRev(t *testing.T, revs *inject.Revisions, profile, rev string) *corev1.Pod {
+	t.Helper()
+	review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1",` +
+		`"kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},` +
+		`"namespace":"shop","operation":"CREATE","object":` + appPod + `}}`
+	resp, res, err := revs.Admit(nil, []byte(review), inject.Options{Profile: profile, Revision: rev})
+	if err != nil || res.Decision != inject.DecisionInject {
+		t.Fatalf("revision %s: %v %v", rev, res.Decision, err)
+	}
+	var r struct {
+		Response struct{ Patch []byte } `json:"response"`
+	}
+	if err := json.Unmarshal(resp, &r); err != nil {
+		t.Fatal(err)
+	}
+	patch, err := jsonpatch.DecodePatch(r.Response.Patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched, err := patch.Apply([]byte(appPod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p corev1.Pod
+	if err := json.Unmarshal(patched, &p); err != nil {
+		t.Fatal(err)
+	}
+	return guaranteecorpus.Store(&p, true)
 }

@@ -150,6 +150,13 @@ func jsonPointerEscape(s string) string {
 // API server calls configurations in name order.
 func registerForeign(t *testing.T, ns string, m http.Handler, reinvocation regv1.ReinvocationPolicyType) {
 	t.Helper()
+	registerForeignNamed(t, "zz-e2e-foreign-"+ns, ns, m, reinvocation)
+}
+
+// registerForeignNamed is registerForeign with the configuration's name
+// given, which places it before or after graft's.
+func registerForeignNamed(t *testing.T, name, ns string, m http.Handler, reinvocation regv1.ReinvocationPolicyType) {
+	t.Helper()
 	srv := httptest.NewTLSServer(m)
 	t.Cleanup(srv.Close)
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
@@ -157,7 +164,7 @@ func registerForeign(t *testing.T, ns string, m http.Handler, reinvocation regv1
 	none := regv1.SideEffectClassNone
 	fail := regv1.Fail
 	cfg := &regv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "zz-e2e-foreign-" + ns},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Webhooks: []regv1.MutatingWebhook{{
 			Name:                    "foreign.e2e.graft.dev",
 			ClientConfig:            regv1.WebhookClientConfig{URL: &url, CABundle: ca},

@@ -14,10 +14,10 @@ import (
 
 // Scenario 13: the shipped guarantee of the default profile, evaluated by
 // kube-apiserver itself, admits the Pods graft leaves alone (hostNetwork,
-// no templates selected, mirror Pods, a record claiming none of the
-// profile's sidecars) and refuses the others with its message: a label
-// alone passes nothing, and a record claiming a sidecar the Pod lacks is
-// refused as stripped. A copy of it is bound to one namespace whose label
+// no templates selected, mirror Pods) and refuses the others with its
+// message: a label alone passes nothing, a record not naming the
+// profile's templates passes nothing, and a record naming a sidecar the
+// Pod lacks is refused as stripped. A copy of it is bound to one namespace whose label
 // no webhook serves, so the Pods reach it exactly as written here.
 func TestShippedPolicyInAPIServer(t *testing.T) {
 	const label = "e2e-policy"
@@ -32,10 +32,11 @@ func TestShippedPolicyInAPIServer(t *testing.T) {
 
 	const (
 		notInjected = "graft did not inject this Pod, and namespace " + "e2e-policy" + " requires it (label graft.dev/inject=enabled)"
-		stripped    = "graft injected init container graft-proxy into this Pod (graft.dev/status records it), but the Pod leaving admission lacks it"
+		stripped    = "graft adds init container graft-proxy (template mesh-proxy) to this Pod, but the Pod leaving admission lacks it"
+		unrecorded  = "graft.dev/status records no template mesh-proxy injected at revision default"
 		v1          = `{"templates":["agent"],"initContainers":["graft-agent"],"volumes":["graft-agent-run"]}`
 		v2          = `{"version":2,"injected":["graft-agent"],"templates":[{"name":"agent","revision":"default","digest":"9f86d081884c7d65","initContainers":["graft-agent"],"volumes":["graft-agent-run"]}]}`
-		// What graft writes when onConflict: keep left every template out.
+		// A record claiming nothing.
 		v2Empty = `{"version":2}`
 		// What graft writes for the default profile's mesh-proxy.
 		proxyV2 = `{"version":2,"injected":["graft-proxy"],"templates":[{"name":"mesh-proxy","revision":"default","digest":"9f86d081884c7d65","initContainers":["graft-proxy"]}]}`
@@ -77,9 +78,10 @@ func TestShippedPolicyInAPIServer(t *testing.T) {
 		{"no status", pod(""), notInjected},
 		{"labelled graft.dev/injected", labelled, notInjected},
 		{"version 2 status naming graft-proxy, not in the Pod", pod(proxyV2), stripped},
-		{"version 1 status", pod(v1), ""},
-		{"version 2 status", pod(v2), ""},
-		{"version 2 status, nothing injected", pod(v2Empty), ""},
+		{"version 1 status (graft upgrades it on admission)", pod(v1), unrecorded},
+		{"version 2 status of another profile's template", pod(v2), unrecorded},
+		{"version 2 status claiming nothing", pod(v2Empty), unrecorded},
+		{"a bogus status", pod("x"), unrecorded},
 		{"hostNetwork", hostNet, ""},
 		{"no templates selected", noTemplates, ""},
 		{"a template selected", oneTemplate, notInjected},

@@ -11,7 +11,6 @@ import (
 
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/names"
-	"github.com/graftdev/graft/internal/registration"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -134,15 +133,15 @@ func Export(cfg inject.Config, set *templates.Set, profileName string) (*Policie
 // author wrote the label and a record by hand, and whose mutation then
 // failed, passes unchecked, and only if its sidecars are the profile's.
 func (p *profile) intactCondition() (regv1.MatchCondition, error) {
-	initOK, err := registration.SidecarExpr(p.sidecars, true)
+	initOK, err := SidecarExpr(p.sidecars, true)
 	if err != nil {
 		return regv1.MatchCondition{}, err
 	}
-	containerOK, err := registration.SidecarExpr(p.sidecars, false)
+	containerOK, err := SidecarExpr(p.sidecars, false)
 	if err != nil {
 		return regv1.MatchCondition{}, err
 	}
-	sidecarNames := registration.SidecarNames(p.sidecars)
+	sidecarNames := SidecarNames(p.sidecars)
 	status := "object.metadata.annotations[" + celString(names.Status) + "]"
 	intact := celString(names.Injected) + " in object.metadata.?labels.orValue({}) && " +
 		celString(names.Status) + " in object.metadata.?annotations.orValue({}) &&\n" +
@@ -257,7 +256,7 @@ func (p *profile) namespaceSelector() *metav1.LabelSelector {
 func (p *profile) matchConditions() []regv1.MatchCondition {
 	out := []regv1.MatchCondition{{Name: "not-mirror-pod",
 		Expression: `!("` + names.MirrorAnnotation + `" in object.metadata.?annotations.orValue({}))`},
-		{Name: "linux-pod", Expression: "!(" + registration.OtherOSExpr + ")"}}
+		{Name: "linux-pod", Expression: "!(" + OtherOSExpr + ")"}}
 	if !p.cfg.InjectHostNetwork {
 		out = append(out, regv1.MatchCondition{Name: "not-host-network",
 			Expression: "!object.spec.?hostNetwork.orValue(false)"})

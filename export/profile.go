@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/graftdev/graft/inject"
-	"github.com/graftdev/graft/internal/registration"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -35,7 +34,7 @@ type profile struct {
 	revision string
 	// sidecars are the containers the profile may inject, as graft's
 	// guarantee checks them.
-	sidecars map[string]registration.Sidecar
+	sidecars map[string]Sidecar
 }
 
 func newProfile(cfg inject.Config, set *templates.Set, name string) (*profile, error) {
@@ -55,7 +54,7 @@ func newProfile(cfg inject.Config, set *templates.Set, name string) (*profile, e
 		tmpls: map[string]*template{}, defaults: map[string]map[string]string{},
 		lenient: pc.OnInvalidParams == inject.InvalidUseDefault,
 		keep:    pc.OnConflict == inject.ConflictKeep, revision: cfg.Revision}
-	if p.sidecars, err = registration.ProfileSidecars(cfg, set, name); err != nil {
+	if p.sidecars, err = ProfileSidecars(cfg, set, name); err != nil {
 		return nil, err
 	}
 	p.allowed = pc.AllowedTemplates

@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/graftdev/graft/internal/names"
-	"github.com/graftdev/graft/internal/registration"
 )
 
 // The ValidatingAdmissionPolicy's CEL: the engine's parameter checks
@@ -71,15 +70,15 @@ func lenientMessage() string {
 // (their kind or image), as graft's own guarantee checks them
 // (internal/registration).
 func (p *profile) guaranteeVars() ([]celVar, error) {
-	initOK, err := registration.SidecarExpr(p.sidecars, true)
+	initOK, err := SidecarExpr(p.sidecars, true)
 	if err != nil {
 		return nil, err
 	}
-	containerOK, err := registration.SidecarExpr(p.sidecars, false)
+	containerOK, err := SidecarExpr(p.sidecars, false)
 	if err != nil {
 		return nil, err
 	}
-	claimed := "c.name in variables.injectedNames && c.name in " + registration.SidecarNames(p.sidecars)
+	claimed := "c.name in variables.injectedNames && c.name in " + SidecarNames(p.sidecars)
 	return []celVar{
 		{"status", `variables.annotations[?` + celString(names.Status) + `].orValue("")`},
 		{"injectedNames", namesIn("variables.status", "injected")},

@@ -143,5 +143,5 @@ const watchdogExample = `  # As deploy/components/watchdog runs it, in the clust
 const guaranteeExample = `  # The guarantee policies of a configuration, applied after its webhooks
   graft guarantee --config graft-config.yaml | kubectl apply -f -
 
-  # What the policies know of custom templates (the chart's policy.templateFacts)
-  graft guarantee --facts --templates-dir ./templates`
+  # What the policies compare of custom templates (the chart's policy.templateChecks)
+  graft guarantee --checks --templates-dir ./templates`

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -12,40 +13,46 @@ import (
 
 func newGuaranteeCmd() *cobra.Command {
 	var configFile, templatesDir string
-	var facts, skeleton bool
+	var checks, tpl bool
 	var o registration.Options
 	cmd := &cobra.Command{
 		Use:     "guarantee --config FILE [--templates-dir DIR]",
 		Short:   "Write the ValidatingAdmissionPolicies that guarantee what graft injects",
 		Example: guaranteeExample,
 		Long: `guarantee writes to stdout, per profile of a configuration file, the
-ValidatingAdmissionPolicy and binding that refuse a Pod leaving admission
-without the sidecars graft injects, or with containers under graft's names
-that graft did not inject. The policies name the containers each profile's
-templates can add and the images they may run, so they follow the
+ValidatingAdmissionPolicies and bindings that refuse a Pod leaving
+admission (CREATE, UPDATE, ephemeral containers) without the sidecars graft
+renders for it, or with a container under the name of any template's
+sidecar that is not graft's render: every compared field (image, command,
+args, env, ports, mounts and the volumes they name, securityContext,
+probes, ...) must be what the template renders for the Pod's parameters.
+The policies carry each template's render, so they follow the
 configuration and the templates: deploy/base/validatingadmissionpolicy.yaml
 is its output for deploy/base (make deploy-webhooks). Apply it after every
 change to the profiles, revisions, tags or templates.
 
---facts writes instead what the policies know of each template (the
-containers it can add, their kinds and images), as the Helm chart reads
-them: give the chart's policy.templateFacts the entries of templates of
-your own.`,
+A template graft cannot compile into CEL is checked only in what all its
+renders share; guarantee names each such template on stderr, and the
+policy in its guarantee.graft.dev/unchecked annotation.
+
+--checks writes instead what the policies compare of each template, as
+the Helm chart reads it: give the chart's policy.templateChecks the
+entries of templates of your own.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var out []byte
 			var err error
 			switch {
-			case skeleton:
-				out, err = registration.SkeletonYAML()
-			case facts:
+			case tpl:
+				out = []byte(registration.GuaranteeTemplate())
+			case checks:
 				set, err2 := config.Templates(templatesDir)
 				if err2 != nil {
 					return err2
 				}
-				out, err = registration.FactsJSON(set)
+				out, err = registration.ChecksJSON(set)
 			}
-			if skeleton || facts {
+			if tpl || checks {
 				if err != nil {
 					return err
 				}
@@ -68,6 +75,13 @@ your own.`,
 			if err != nil {
 				return err
 			}
+			refusals, err := registration.Refusals(rc)
+			if err != nil {
+				return err
+			}
+			for _, r := range refusals {
+				fmt.Fprintln(cmd.ErrOrStderr(), "graft guarantee: "+r)
+			}
 			_, err = cmd.OutOrStdout().Write(out)
 			return err
 		},
@@ -77,8 +91,8 @@ your own.`,
 	fl.StringVar(&templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones (default: the config file's server.templatesDir)")
 	fl.StringVarP(&o.Namespace, "namespace", "n", "graft-system", "graft's namespace: never checked, and named in the messages")
 	fl.StringVar(&o.Service, "service", "graft", "name of graft's Service, which starts the policies' names")
-	fl.BoolVar(&facts, "facts", false, "write the facts of the templates (built-in, overlaid by --templates-dir) as JSON instead")
-	fl.BoolVar(&skeleton, "cel-skeleton", false, "write the policies' CEL with markers for the Helm chart instead")
-	_ = fl.MarkHidden("cel-skeleton")
+	fl.BoolVar(&checks, "checks", false, "write what the policies compare of each template (built-in, overlaid by --templates-dir) as JSON instead")
+	fl.BoolVar(&tpl, "chart-template", false, "write the policies' assembly, the Helm chart's templates/_guarantee.tpl, instead")
+	_ = fl.MarkHidden("chart-template")
 	return cmd
 }

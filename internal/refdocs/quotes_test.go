@@ -238,10 +238,12 @@ func callName(c *ast.CallExpr) (string, bool) {
 // celLiteral matches a CEL string literal in single or double quotes.
 var celLiteral = regexp.MustCompile(`'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)"`)
 
-// policyTemplates reads the guarantee policy's messages: its
-// messageExpression is variables.problem, a chain of "condition ?
-// message :" lines, each message a CEL concatenation of literals and
-// values (a parenthesised choice among literals is a value).
+// policyTemplates reads the guarantee policies' messages. They are
+// built by CEL concatenations of literals and values spread over the
+// policies' variables (per container, per field), so every chain of
+// string literals joined by + (with at most one value between two
+// literals, a value at either end) is a message template: a quote must
+// be an instance of one, as of the code's.
 func policyTemplates(t *testing.T, root string) []msgTemplate {
 	t.Helper()
 	const file = "deploy/base/validatingadmissionpolicy.yaml"
@@ -249,34 +251,70 @@ func policyTemplates(t *testing.T, root string) []msgTemplate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(data), "    - name: problem\n      expression: |-\n")
-	if !ok {
-		t.Fatal("no variable problem in " + file)
-	}
 	var out []msgTemplate
-	for _, line := range strings.Split(rest, "\n") {
-		if !strings.HasPrefix(line, "        ") {
-			break
-		}
-		msg, ok := ternaryBranch(strings.TrimSpace(line))
-		if !ok {
-			continue
-		}
-		var parts []tmplPart
-		for _, term := range splitPlus(msg) {
-			term = strings.TrimSpace(term)
-			if m := celLiteral.FindStringSubmatch(term); m != nil && m[0] == term {
-				parts = append(parts, tmplPart{lit: m[1] + m[2]})
-			} else {
-				parts = append(parts, tmplPart{wild: true})
+	for _, line := range strings.Split(string(data), "\n") {
+		for _, parts := range literalChains(line) {
+			if p, ok := normalise(parts); ok {
+				out = append(out, msgTemplate{parts: p, where: file})
 			}
-		}
-		if p, ok := normalise(parts); ok {
-			out = append(out, msgTemplate{parts: p, where: file})
 		}
 	}
 	if len(out) == 0 {
 		t.Fatal("the policy's messages have no text")
+	}
+	return out
+}
+
+// valueTerm is one CEL term between two + of a message: an identifier,
+// field or call, no literal nor operator but +.
+var valueTerm = regexp.MustCompile(`^\s*\+\s*(?:[\w.]+(?:\([^"?:]*\))?\s*\+\s*)?$`)
+
+// literalChains finds the chains of CEL string literals joined by + in
+// line, a value between two literals, or before the first or after the
+// last joined by +, as a wildcard part.
+func literalChains(line string) [][]tmplPart {
+	locs := celLiteral.FindAllStringSubmatchIndex(line, -1)
+	var out [][]tmplPart
+	var cur []tmplPart
+	joined := func(gap string, atEnd bool) bool {
+		gap = strings.TrimSpace(gap)
+		if atEnd {
+			return strings.HasPrefix(gap, "+")
+		}
+		return strings.HasSuffix(gap, "+")
+	}
+	prevEnd := 0
+	for i, m := range locs {
+		gap := line[prevEnd:m[0]]
+		switch {
+		case i > 0 && valueTerm.MatchString(gap):
+			if strings.Count(gap, "+") == 2 {
+				cur = append(cur, tmplPart{wild: true})
+			}
+		default:
+			if cur != nil {
+				if joined(gap, true) {
+					cur = append(cur, tmplPart{wild: true})
+				}
+				out = append(out, cur)
+			}
+			cur = []tmplPart{}
+			if joined(gap, false) {
+				cur = append(cur, tmplPart{wild: true})
+			}
+		}
+		if m[2] >= 0 {
+			cur = append(cur, tmplPart{lit: line[m[2]:m[3]]})
+		} else {
+			cur = append(cur, tmplPart{lit: line[m[4]:m[5]]})
+		}
+		prevEnd = m[1]
+	}
+	if cur != nil {
+		if joined(line[prevEnd:], true) {
+			cur = append(cur, tmplPart{wild: true})
+		}
+		out = append(out, cur)
 	}
 	return out
 }

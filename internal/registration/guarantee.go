@@ -1,103 +1,135 @@
 package registration
 
 import (
+	"bytes"
 	"cmp"
+	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
+	"strings"
+	"text/template"
 
+	"github.com/Masterminds/sprig/v3"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/graftdev/graft/export"
 	"github.com/graftdev/graft/inject"
-	"github.com/graftdev/graft/internal/imageref"
 	"github.com/graftdev/graft/internal/names"
-	"github.com/graftdev/graft/templates"
 )
 
-// PolicyName names profile's guarantee policy and its binding, for graft's
-// Service service: <service>-injection-required-<profile>.
+// The guarantee: per profile, ValidatingAdmissionPolicies that refuse a
+// Pod leaving admission without graft's sidecars as graft renders them
+// for it, or with a container under one of graft's names that is not
+// graft's (docs/concepts/guarantee.md says what they check and why).
+//
+// What a template renders is compiled once per template by export
+// (export.Checks: CEL conditions with markers where parameter values
+// go). The policies are assembled from those and the configuration by
+// guarantee.tpl, a Go template the Helm chart runs too
+// (deploy/helm/graft/templates/_guarantee.tpl is a copy, `make
+// chart-files`): the generator and the chart cannot drift, and `go test
+// ./deploy` holds them to the same objects. The template sees data as
+// Helm's templates see values (JSON types), and the functions Helm gives
+// them (sprig, toJson, fromJson, include, fail).
+
+//go:embed guarantee.tpl
+var guaranteeTemplate string
+
+// GuaranteeTemplate is guarantee.tpl, which the Helm chart carries.
+func GuaranteeTemplate() string { return guaranteeTemplate }
+
+// PolicyName names the guarantee policy of profile for graft's Service
+// service, for namespaces without graft.dev/rev: <service>-injection-required-<profile>.
 func PolicyName(service, profile string) string { return service + "-injection-required-" + profile }
 
-// Guarantee is the final-state check of one profile: a
-// ValidatingAdmissionPolicy and its binding.
+// RevisionPolicyName names the policy of profile for namespaces labelled
+// graft.dev/rev=<revision>, where graft serves several revisions.
+func RevisionPolicyName(service, profile, revision string) string {
+	return PolicyName(service, profile) + "." + revision
+}
+
+// UnknownRevisionPolicyName names the policy that refuses the Pods of
+// namespaces whose graft.dev/rev names neither a revision nor a tag.
+func UnknownRevisionPolicyName(service string) string {
+	return service + "-injection-required-known-revision"
+}
+
+// Guarantee is one policy and its bindings.
 type Guarantee struct {
-	Profile string
-	Policy  *admissionv1.ValidatingAdmissionPolicy
-	Binding *admissionv1.ValidatingAdmissionPolicyBinding
+	// Profile is the profile it guarantees ("" for the unknown-revision
+	// policy); Revisions are the revisions it accepts.
+	Profile   string
+	Revisions []string
+	Policy    *admissionv1.ValidatingAdmissionPolicy
+	Bindings  []*admissionv1.ValidatingAdmissionPolicyBinding
 }
 
-// sidecar is what a profile's guarantee accepts for one container name.
-type sidecar struct {
-	// Template is the template that adds it.
-	Template string `json:"template"`
-	// Kinds it may be added as.
-	Kinds []string `json:"kind"`
-	// Images it may run: exact images, and prefixes ending in "*" ("*":
-	// any image).
-	Images []string `json:"image"`
-}
-
-// profileSpec is what one profile's guarantee is generated from, over
-// every revision graft serves.
-type profileSpec struct {
-	name string
-	// templates: a Pod without graft.dev/templates gets these.
-	templates []string
-	sidecars  map[string]*sidecar
-	// hostNetworkSkipped and keep say, per graft.dev/rev value ("" for
-	// none), whether a revision that value may choose leaves hostNetwork
-	// Pods alone, or keeps a Pod's own container named like a sidecar
-	// (onConflict: keep).
-	hostNetworkSkipped, keep map[string]bool
-	// podRevision: a Pod's own graft.dev/rev label may choose.
-	podRevision bool
-}
-
-// guaranteeInput is what every profile's policy shares.
-type guaranteeInput struct {
-	profiles  []*profileSpec // the default profile first
-	revisions []string
-	tags      []string
-	excluded  []string
-	graftNS   string
-	service   string
-}
-
-// Guarantees returns, for every profile of rc, the policy that refuses a
-// Pod left without what graft injects, or carrying containers under
-// graft's names that graft did not inject. The default revision's default
-// profile comes first.
+// Guarantees returns the guarantee policies for rc: for each profile
+// (the default first), one for namespaces without graft.dev/rev or with
+// a tag (every revision graft serves), and where graft serves several
+// revisions one for each revision's label; then the policy for
+// namespaces whose graft.dev/rev graft does not serve.
 func Guarantees(rc inject.RevisionsConfig, o Options) ([]Guarantee, error) {
 	o.defaults()
-	in, err := guaranteeData(rc, o)
+	data, err := guaranteeData(rc, o)
 	if err != nil {
 		return nil, err
 	}
-	var out []Guarantee
-	for _, p := range in.profiles {
-		g, err := in.guarantee(p)
-		if err != nil {
-			return nil, fmt.Errorf("profile %s: %w", p.name, err)
+	out, err := RunGuaranteeTemplate(data)
+	if err != nil {
+		return nil, err
+	}
+	return decodeGuarantees(out)
+}
+
+// Refusals lists, per template export cannot compile, why: the guarantee
+// compares less of its sidecars (docs/concepts/guarantee.md, Limits).
+func Refusals(rc inject.RevisionsConfig) ([]string, error) {
+	var out []string
+	for _, r := range rc.Revisions {
+		for _, n := range r.Templates.Names() {
+			tmpl, _ := r.Templates.Get(n)
+			tc, err := export.Checks(tmpl)
+			if err != nil {
+				return nil, err
+			}
+			if tc.Refused == "" {
+				continue
+			}
+			var unchecked []string
+			for _, v := range tc.Variants {
+				for _, c := range v.Containers {
+					if len(c.Unchecked) > 0 {
+						unchecked = append(unchecked, c.Name+": "+strings.Join(c.Unchecked, ", "))
+					}
+				}
+			}
+			line := fmt.Sprintf("revision %s: %s; the guarantee compares only what every render shares", cmp.Or(r.Config.Revision, inject.DefaultRevision), tc.Refused)
+			if len(unchecked) > 0 {
+				line += " (not compared: " + strings.Join(unchecked, "; ") + ")"
+			}
+			out = appendNew(out, line)
 		}
-		out = append(out, g)
 	}
 	return out, nil
 }
 
-// guaranteeData renders every revision's templates for every profile.
-func guaranteeData(rc inject.RevisionsConfig, o Options) (*guaranteeInput, error) {
+// guaranteeData is what guarantee.tpl reads, as Helm's values read it.
+func guaranteeData(rc inject.RevisionsConfig, o Options) (map[string]any, error) {
 	if len(rc.Revisions) == 0 {
-		return nil, fmt.Errorf("guarantee: no revisions")
+		return nil, errors.New("guarantee: no revisions")
 	}
-	in := &guaranteeInput{graftNS: o.Namespace, service: o.Service}
-	for _, t := range rc.Tags {
-		in.tags = append(in.tags, t.Name)
-	}
-	byName := map[string]*profileSpec{}
-	cfgs := map[string]inject.Config{}
-	for _, r := range rc.Revisions {
+	var revisions, excluded []string
+	var defaultProfile string
+	byRevision := map[string]any{}
+	checks := map[string]map[string]export.TemplateCheck{}
+	profileNames := map[string]bool{}
+	for i, r := range rc.Revisions {
 		// The engine validates the configuration as graft serve would.
 		if _, err := inject.New(r.Config, r.Templates); err != nil {
 			return nil, fmt.Errorf("revision %s: %w", cmp.Or(r.Config.Revision, inject.DefaultRevision), err)
@@ -106,200 +138,177 @@ func guaranteeData(rc inject.RevisionsConfig, o Options) (*guaranteeInput, error
 		if err != nil {
 			return nil, err
 		}
-		if len(in.revisions) == 0 {
-			in.excluded = slices.Clone(cfg.ExcludedNamespaces)
-			if !slices.Contains(in.excluded, o.Namespace) {
-				in.excluded = append(in.excluded, o.Namespace)
+		if i == 0 {
+			defaultProfile = cfg.DefaultProfile
+			excluded = slices.Clone(cfg.ExcludedNamespaces)
+			if !slices.Contains(excluded, o.Namespace) {
+				excluded = append(excluded, o.Namespace)
 			}
 		}
-		cfgs[cfg.Revision] = cfg
-		in.revisions = append(in.revisions, cfg.Revision)
-		facts := map[string]TemplateFacts{}
-		for _, pn := range slices.Sorted(maps.Keys(cfg.Profiles)) {
-			p := cfg.Profiles[pn]
-			ps := byName[pn]
-			if ps == nil {
-				if err := checkProfileName(pn); err != nil {
-					return nil, err
-				}
-				ps = &profileSpec{name: pn, sidecars: map[string]*sidecar{}, hostNetworkSkipped: map[string]bool{}, keep: map[string]bool{}}
-				byName[pn] = ps
+		revisions = append(revisions, cfg.Revision)
+		profiles := map[string]inject.Profile{}
+		for name, p := range cfg.Profiles {
+			if err := checkProfileName(name); err != nil {
+				return nil, err
 			}
-			ps.podRevision = ps.podRevision || p.PodRevision
-			for _, tn := range p.Templates {
-				ps.templates = appendNew(ps.templates, tn)
-			}
-			for _, tn := range union(p.Templates, p.AllowedTemplates) {
-				tmpl, _ := r.Templates.Get(tn) // inject.New checked every name
-				tf, ok := facts[tn]
-				if !ok {
-					if tf, err = Facts(tmpl); err != nil {
-						return nil, fmt.Errorf("revision %s: %w", cfg.Revision, err)
-					}
-					facts[tn] = tf
-				}
-				if err := ps.add(&p, tmpl, tf); err != nil {
-					return nil, fmt.Errorf("revision %s: profile %s: %w", cfg.Revision, pn, err)
-				}
+			profiles[name] = p
+			profileNames[name] = true
+		}
+		byRevision[cfg.Revision] = map[string]any{"profiles": profiles}
+		tc := map[string]export.TemplateCheck{}
+		for _, n := range r.Templates.Names() {
+			tmpl, _ := r.Templates.Get(n)
+			if tc[n], err = export.Checks(tmpl); err != nil {
+				return nil, fmt.Errorf("revision %s: %w", cfg.Revision, err)
 			}
 		}
-		if len(in.profiles) == 0 {
-			in.profiles = append(in.profiles, byName[cfg.DefaultProfile])
+		checks[cfg.Revision] = tc
+	}
+	tags := []string{}
+	for _, t := range rc.Tags {
+		tags = append(tags, t.Name)
+	}
+	slices.Sort(tags)
+	order := []string{defaultProfile}
+	for _, n := range slices.Sorted(maps.Keys(profileNames)) {
+		if n != defaultProfile {
+			order = append(order, n)
 		}
 	}
-	for _, pn := range slices.Sorted(maps.Keys(byName)) {
-		if pn != in.profiles[0].name {
-			in.profiles = append(in.profiles, byName[pn])
-		}
+	data := map[string]any{
+		"service":           o.Service,
+		"namespace":         o.Namespace,
+		"labels":            map[string]string{names.AppNameLabel: names.AppName},
+		"validationActions": []string{string(admissionv1.Deny)},
+		"excluded":          excluded,
+		"profiles":          order,
+		"revisions":         revisions,
+		"tags":              tags,
+		"byRevision":        byRevision,
+		"checks":            checks,
 	}
-	// What each graft.dev/rev value may choose: a revision, a tag's
-	// revisions, and for no label the default.
-	targets := map[string][]string{"": revisionTargets(rc, rc.Default)}
-	for _, r := range in.revisions {
-		targets[r] = []string{r}
+	// As Helm's templates see values: JSON's types.
+	b, err := json.Marshal(data)
+	if err != nil {
+		return nil, fmt.Errorf("guarantee: %w", err)
 	}
-	for _, t := range in.tags {
-		targets[t] = revisionTargets(rc, t)
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("guarantee: %w", err)
 	}
-	for _, ps := range in.profiles {
-		for label, revs := range targets {
-			for _, r := range revs {
-				p := cfgs[r].Profiles[ps.name]
-				ps.hostNetworkSkipped[label] = ps.hostNetworkSkipped[label] || !p.InjectHostNetwork
-				ps.keep[label] = ps.keep[label] || p.OnConflict == inject.ConflictKeep
-			}
-		}
-	}
-	return in, nil
+	return out, nil
 }
 
-// revisionTargets are the revisions a graft.dev/rev value (a revision or
-// a tag; empty: the first revision) may choose.
-func revisionTargets(rc inject.RevisionsConfig, name string) []string {
-	if name == "" {
-		return []string{cmp.Or(rc.Revisions[0].Config.Revision, inject.DefaultRevision)}
+// RunGuaranteeTemplate runs guarantee.tpl on data with the functions
+// Helm gives templates, and returns its output: the objects, JSON
+// documents separated by "---".
+func RunGuaranteeTemplate(data map[string]any) ([]byte, error) {
+	t := template.New("guarantee")
+	funcs := sprig.TxtFuncMap()
+	funcs["toJson"] = func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return ""
+		}
+		return string(b)
 	}
-	for _, t := range rc.Tags {
-		if t.Name != name {
+	funcs["fromJson"] = func(s string) map[string]any {
+		m := map[string]any{}
+		if err := json.Unmarshal([]byte(s), &m); err != nil {
+			m["Error"] = err.Error()
+		}
+		return m
+	}
+	funcs["fromJsonArray"] = func(s string) []any {
+		var a []any
+		if err := json.Unmarshal([]byte(s), &a); err != nil {
+			return []any{err.Error()}
+		}
+		return a
+	}
+	funcs["fail"] = func(msg string) (string, error) { return "", errors.New(msg) }
+	funcs["include"] = func(name string, data any) (string, error) {
+		var b strings.Builder
+		if err := t.ExecuteTemplate(&b, name, data); err != nil {
+			return "", err
+		}
+		return b.String(), nil
+	}
+	if _, err := t.Funcs(funcs).Option("missingkey=zero").Parse(guaranteeTemplate); err != nil {
+		return nil, fmt.Errorf("guarantee.tpl: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "graft.guarantee", data); err != nil {
+		return nil, fmt.Errorf("guarantee: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeGuarantees reads the template's output.
+func decodeGuarantees(out []byte) ([]Guarantee, error) {
+	dec := k8syaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	var gs []Guarantee
+	for {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, fmt.Errorf("guarantee: the template's output: %w", err)
+		}
+		if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
 			continue
 		}
-		var out []string
-		for _, s := range t.Split {
-			if s.Percent > 0 {
-				out = append(out, s.Revision)
-			}
+		var head struct{ Kind string }
+		if err := json.Unmarshal(raw, &head); err != nil {
+			return nil, err
 		}
-		return out
+		switch head.Kind {
+		case "ValidatingAdmissionPolicy":
+			var p admissionv1.ValidatingAdmissionPolicy
+			if err := strictJSON(raw, &p); err != nil {
+				return nil, err
+			}
+			g := Guarantee{Policy: &p, Profile: p.Annotations[profileAnnotation]}
+			if revs := p.Annotations[revisionsAnnotation]; revs != "" {
+				g.Revisions = strings.Split(revs, ",")
+			}
+			gs = append(gs, g)
+		case "ValidatingAdmissionPolicyBinding":
+			var b admissionv1.ValidatingAdmissionPolicyBinding
+			if err := strictJSON(raw, &b); err != nil {
+				return nil, err
+			}
+			if len(gs) == 0 || gs[len(gs)-1].Policy.Name != b.Spec.PolicyName {
+				return nil, fmt.Errorf("guarantee: binding %s does not follow its policy", b.Name)
+			}
+			gs[len(gs)-1].Bindings = append(gs[len(gs)-1].Bindings, &b)
+		default:
+			return nil, fmt.Errorf("guarantee: the template wrote a %q", head.Kind)
+		}
 	}
-	return []string{name}
+	return gs, nil
 }
 
-// add records what template tmpl (its facts tf) may add to Pods of
-// profile p: its containers, each running the template's own images, the
-// profile's value of an image parameter, and, where a Pod's annotation
-// may set that parameter, any image the profile allows.
-func (ps *profileSpec) add(p *inject.Profile, tmpl *templates.Template, tf TemplateFacts) error {
-	// What a Pod's annotation may choose: any image, or one the
-	// profile's allowedImages admit, each entry up to a boundary
-	// (imageref.Expand, the engine's rule).
-	chosen := []string{"*"}
-	if allowed := p.AllowedImages; len(allowed) > 0 {
-		chosen = nil
-		for _, a := range allowed {
-			exact, prefixes := imageref.Expand(a)
-			if exact != "" {
-				chosen = append(chosen, exact)
-			}
-			for _, pre := range prefixes {
-				chosen = append(chosen, pre+"*")
-			}
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(tf.Containers)) {
-		cf := tf.Containers[name]
-		s := ps.sidecars[name]
-		if s == nil {
-			s = &sidecar{Template: tmpl.Name}
-			ps.sidecars[name] = s
-		}
-		if s.Template != tmpl.Name {
-			return fmt.Errorf("container %s is injected by templates %s and %s", name, s.Template, tmpl.Name)
-		}
-		s.Kinds = union(s.Kinds, cf.Kinds)
-		s.Images = union(s.Images, cf.Images)
-		for _, param := range cf.ImageParams {
-			v, ok := p.Params[tmpl.Name][param]
-			if !ok {
-				v = tf.ImageDefaults[param]
-			}
-			s.Images = appendNew(s.Images, v)
-			if !locked(p, tmpl.Name, param) {
-				s.Images = union(s.Images, chosen)
-			}
-		}
-		if cf.ImageFollows {
-			s.Images = union(s.Images, chosen)
-		}
-		slices.Sort(s.Kinds)
-		slices.Sort(s.Images)
+// Annotations on the policies: what they guarantee, for people and for
+// the tests that pick one.
+const (
+	profileAnnotation   = "guarantee.graft.dev/profile"
+	revisionsAnnotation = "guarantee.graft.dev/revisions"
+)
+
+func strictJSON(raw []byte, out any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
+		return fmt.Errorf("guarantee: the template's output: %w", err)
 	}
 	return nil
 }
 
-// guarantee builds profile p's policy and binding.
-func (in *guaranteeInput) guarantee(p *profileSpec) (Guarantee, error) {
-	name := PolicyName(in.service, p.name)
-	meta := metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/name": "graft"}}
-	data, err := in.celData(p)
-	if err != nil {
-		return Guarantee{}, err
+func appendNew(l []string, v string) []string {
+	if slices.Contains(l, v) {
+		return l
 	}
-	spec, err := fill(data)
-	if err != nil {
-		return Guarantee{}, err
-	}
-	spec.FailurePolicy = ptr(admissionv1.Fail)
-	spec.MatchConstraints = &admissionv1.MatchResources{
-		ResourceRules: []admissionv1.NamedRuleWithOperations{{RuleWithOperations: admissionv1.RuleWithOperations{
-			Operations: []admissionv1.OperationType{admissionv1.Create},
-			Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"},
-				Scope: ptr(admissionv1.NamespacedScope)},
-		}}},
-		MatchPolicy: ptr(admissionv1.Equivalent),
-		NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: names.Inject, Operator: metav1.LabelSelectorOpIn, Values: []string{p.name}},
-			{Key: names.NamespaceNameLabel, Operator: metav1.LabelSelectorOpNotIn, Values: in.excluded},
-		}},
-		ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: names.Inject, Operator: metav1.LabelSelectorOpNotIn, Values: []string{names.OptOutValue}},
-		}},
-	}
-	policy := &admissionv1.ValidatingAdmissionPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
-		ObjectMeta: meta,
-		Spec:       *spec,
-	}
-	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
-		ObjectMeta: meta,
-		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
-			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
-		},
-	}
-	return Guarantee{Profile: p.name, Policy: policy, Binding: binding}, nil
-}
-
-// sortedKeys is m's keys, sorted.
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
-
-// celJSON writes v as JSON, which for strings, bools, lists and maps is
-// also a CEL literal (CEL reads JSON's string escapes the same way). It
-// is encoding/json's form, as Helm's toJson writes it too.
-func celJSON(v any) (string, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", fmt.Errorf("guarantee: %w", err)
-	}
-	return string(b), nil
+	return append(l, v)
 }

@@ -1,79 +1,106 @@
-// Package vapeval runs a ValidatingAdmissionPolicy on one object the way
-// kube-apiserver 1.36 does, for tests that cannot afford an API server
-// per case: the namespace and object selectors, then the matchConditions
-// (which see neither namespaceObject nor variables), the variables, the
-// validations and, for each that fails, its messageExpression. The CEL
-// environment is the API server's own (k8s.io/apiserver's base
-// environment for 1.36), so the policy's functions behave as they do
-// there; the e2e suite runs the same policies in kube-apiserver itself.
+// Package vapeval runs a ValidatingAdmissionPolicy on one Pod request the
+// way kube-apiserver 1.37 does, for tests that cannot afford an API
+// server per case. It compiles the policy with the plugin's own compiler
+// (k8s.io/apiserver's ValidatingAdmissionPolicy: its environment, its
+// composition of variables, its match-condition matcher and validator)
+// and hands it the typed Pod, which 1.37 reads lazily without converting
+// it to unstructured form. So a field's presence, a quantity's spelling,
+// a message with a newline (dropped) or an evaluation error (the failure
+// policy) behave as in the API server; only the selection (namespace and
+// object selectors, resource rules) is done here, by the same label
+// selector code. The e2e suite runs the same policies in kube-apiserver
+// itself.
 package vapeval
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/cel-go/cel"
+	celtypes "github.com/google/cel-go/common/types"
+
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/authentication/user"
+	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
 )
 
 // Policy is a compiled ValidatingAdmissionPolicy.
 type Policy struct {
+	name                string
 	namespaces, objects labels.Selector
-	conditions          []cel.Program
-	variables           []namedProgram
-	validations         []validation
+	rules               []admissionv1.NamedRuleWithOperations
+	// bindings select further, each by its matchResources: a request is
+	// selected by one of them (or by the policy alone, without any).
+	bindings    []binding
+	matcher     matchconditions.Matcher
+	validations plugincel.ConditionEvaluator
+	messages    plugincel.ConditionEvaluator
+	checks      []admissionv1.Validation
 }
 
-type namedProgram struct {
-	name string
-	prg  cel.Program
-}
-
-type validation struct {
-	expr, message cel.Program
-	static        string
-}
-
-// Compile compiles vap's CEL with the API server's environment.
+// Compile compiles vap's CEL as the API server's plugin does
+// (k8s.io/apiserver's validating.compilePolicy, whose package this one
+// does not import for the server dependencies it drags in): variables
+// composed lazily, matchConditions with them, validations and
+// messageExpressions.
 func Compile(vap *admissionv1.ValidatingAdmissionPolicy) (*Policy, error) {
-	base, err := environment.MustBaseEnvSet(version.MajorMinor(1, 36)).Env(environment.StoredExpressions)
+	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
 	if err != nil {
 		return nil, err
 	}
-	vars := []cel.EnvOption{
-		cel.Variable("object", cel.DynType),
-		cel.Variable("oldObject", cel.DynType),
-		cel.Variable("namespaceObject", cel.DynType),
-		cel.Variable("request", cel.DynType),
+	vars := plugincel.OptionalVariableDeclarations{HasAuthorizer: true}
+	var named []plugincel.NamedExpressionAccessor
+	for _, v := range vap.Spec.Variables {
+		named = append(named, &variable{name: v.Name, expr: v.Expression})
 	}
-	// matchConditions are compiled without variables, as the API server
-	// does.
-	condEnv, err := base.Extend(vars...)
-	if err != nil {
-		return nil, err
-	}
-	env, err := base.Extend(append(vars, cel.Variable("variables", cel.MapType(cel.StringType, cel.DynType)))...)
-	if err != nil {
-		return nil, err
-	}
-	compile := func(env *cel.Env, what, expr string) (cel.Program, error) {
-		ast, iss := env.Compile(expr)
-		if iss.Err() != nil {
-			return nil, fmt.Errorf("%s: %w", what, iss.Err())
+	for _, v := range named {
+		// As CompileAndStoreVariables does, one by one, to report the
+		// first that does not compile: the API server refuses the policy.
+		if r := compiler.CompileAndStoreVariable(v, vars, environment.StoredExpressions); r.Error != nil {
+			return nil, fmt.Errorf("variable %s: %s", v.GetName(), r.Error.Detail)
 		}
-		prg, err := env.Program(ast)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", what, err)
-		}
-		return prg, nil
 	}
-	p := &Policy{namespaces: labels.Everything(), objects: labels.Everything()}
+	p := &Policy{name: vap.Name, namespaces: labels.Everything(), objects: labels.Everything(), checks: vap.Spec.Validations}
+	if mcs := vap.Spec.MatchConditions; len(mcs) > 0 {
+		accessors := make([]plugincel.ExpressionAccessor, len(mcs))
+		for i := range mcs {
+			accessors[i] = (*matchconditions.MatchCondition)(&mcs[i])
+		}
+		p.matcher = matchconditions.NewMatcher(compiler.CompileCondition(accessors, vars, environment.StoredExpressions),
+			vap.Spec.FailurePolicy, "policy", "validate", vap.Name)
+	}
+	var validations, messages []plugincel.ExpressionAccessor
+	for _, v := range vap.Spec.Validations {
+		validations = append(validations, &expression{expr: v.Expression, types: []*cel.Type{cel.BoolType}})
+		var m plugincel.ExpressionAccessor
+		if v.MessageExpression != "" {
+			m = &expression{expr: v.MessageExpression, types: []*cel.Type{cel.StringType}}
+		}
+		messages = append(messages, m)
+	}
+	p.validations = compiler.CompileCondition(validations, vars, environment.StoredExpressions)
+	p.messages = compiler.CompileCondition(messages, plugincel.OptionalVariableDeclarations{}, environment.StoredExpressions)
+	// The API server refuses to store a policy that does not compile;
+	// this reports it rather than failing every request.
+	if err := compileErrors(compiler, vap); err != nil {
+		return nil, err
+	}
 	if mc := vap.Spec.MatchConstraints; mc != nil {
+		p.rules = mc.ResourceRules
 		if mc.NamespaceSelector != nil {
 			if p.namespaces, err = metav1.LabelSelectorAsSelector(mc.NamespaceSelector); err != nil {
 				return nil, fmt.Errorf("namespaceSelector: %w", err)
@@ -85,38 +112,83 @@ func Compile(vap *admissionv1.ValidatingAdmissionPolicy) (*Policy, error) {
 			}
 		}
 	}
-	for _, c := range vap.Spec.MatchConditions {
-		prg, err := compile(condEnv, "matchCondition "+c.Name, c.Expression)
-		if err != nil {
-			return nil, err
-		}
-		p.conditions = append(p.conditions, prg)
-	}
-	for _, v := range vap.Spec.Variables {
-		prg, err := compile(env, "variable "+v.Name, v.Expression)
-		if err != nil {
-			return nil, err
-		}
-		p.variables = append(p.variables, namedProgram{v.Name, prg})
-	}
-	for i, v := range vap.Spec.Validations {
-		val := validation{static: v.Message}
-		if val.expr, err = compile(env, fmt.Sprintf("validation %d", i), v.Expression); err != nil {
-			return nil, err
-		}
-		if v.MessageExpression != "" {
-			if val.message, err = compile(env, fmt.Sprintf("validation %d message", i), v.MessageExpression); err != nil {
-				return nil, err
-			}
-		}
-		p.validations = append(p.validations, val)
-	}
 	return p, nil
 }
 
-// Verdict is what a policy makes of one object.
+type binding struct{ namespaces, objects labels.Selector }
+
+// Bind adds binding b's selection: once bound, the policy selects a
+// request only where one of its bindings does, as the API server runs a
+// policy once per binding that matches.
+func (p *Policy) Bind(b *admissionv1.ValidatingAdmissionPolicyBinding) error {
+	bd := binding{namespaces: labels.Everything(), objects: labels.Everything()}
+	if mr := b.Spec.MatchResources; mr != nil {
+		var err error
+		if mr.NamespaceSelector != nil {
+			if bd.namespaces, err = metav1.LabelSelectorAsSelector(mr.NamespaceSelector); err != nil {
+				return fmt.Errorf("binding %s: %w", b.Name, err)
+			}
+		}
+		if mr.ObjectSelector != nil {
+			if bd.objects, err = metav1.LabelSelectorAsSelector(mr.ObjectSelector); err != nil {
+				return fmt.Errorf("binding %s: %w", b.Name, err)
+			}
+		}
+	}
+	p.bindings = append(p.bindings, bd)
+	return nil
+}
+
+// expression is a validation's or message's CEL and its result types.
+type expression struct {
+	expr  string
+	types []*cel.Type
+}
+
+func (e *expression) GetExpression() string    { return e.expr }
+func (e *expression) ReturnTypes() []*cel.Type { return e.types }
+
+type variable struct{ name, expr string }
+
+func (v *variable) GetExpression() string    { return v.expr }
+func (v *variable) ReturnTypes() []*cel.Type { return []*cel.Type{cel.AnyType, cel.DynType} }
+func (v *variable) GetName() string          { return v.name }
+
+// compileErrors compiles every expression of vap once more, one by one,
+// to report the first that does not compile with its name.
+func compileErrors(compiler *plugincel.CompositedCompiler, vap *admissionv1.ValidatingAdmissionPolicy) error {
+	vars := plugincel.OptionalVariableDeclarations{HasAuthorizer: true}
+	check := func(what string, a plugincel.ExpressionAccessor, opts plugincel.OptionalVariableDeclarations) error {
+		r := compiler.CompileCELExpression(a, opts, environment.StoredExpressions)
+		if r.Error != nil {
+			return fmt.Errorf("%s: %s", what, r.Error.Detail)
+		}
+		return nil
+	}
+	for i := range vap.Spec.MatchConditions {
+		mc := &vap.Spec.MatchConditions[i]
+		if err := check("matchCondition "+mc.Name, (*matchconditions.MatchCondition)(mc), vars); err != nil {
+			return err
+		}
+	}
+	for i, v := range vap.Spec.Validations {
+		if err := check(fmt.Sprintf("validation %d", i), &expression{expr: v.Expression, types: []*cel.Type{cel.BoolType}}, vars); err != nil {
+			return err
+		}
+		if v.MessageExpression != "" {
+			if err := check(fmt.Sprintf("validation %d message", i), &expression{expr: v.MessageExpression, types: []*cel.Type{cel.StringType}},
+				plugincel.OptionalVariableDeclarations{}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Verdict is what a policy makes of one request.
 type Verdict struct {
-	// Selected: the namespace and object selectors select it.
+	// Selected: the resource rules and the namespace and object selectors
+	// select it.
 	Selected bool
 	// Matched: selected, and every matchCondition held, so the
 	// validations ran.
@@ -125,76 +197,159 @@ type Verdict struct {
 	Denied string
 }
 
+// Request is one admission request for a Pod.
+type Request struct {
+	// Operation is CREATE (the default) or UPDATE.
+	Operation admission.Operation
+	// SubResource is "" or "ephemeralcontainers".
+	SubResource string
+	Object      *corev1.Pod
+	// OldObject is the stored Pod, for UPDATE.
+	OldObject *corev1.Pod
+	// Namespace is the Pod's namespace object (its labels).
+	Namespace *corev1.Namespace
+}
+
 // Evaluate runs the policy on obj (a Pod, as JSON decodes it) created in
 // namespace ns with labels nsLabels.
 func (p *Policy) Evaluate(obj map[string]any, ns string, nsLabels map[string]string) (Verdict, error) {
-	meta, _ := obj["metadata"].(map[string]any)
-	objLabels := labels.Set{}
-	if l, ok := meta["labels"].(map[string]any); ok {
-		for k, v := range l {
-			objLabels[k], _ = v.(string)
-		}
+	pod, err := PodOf(obj)
+	if err != nil {
+		return Verdict{}, err
 	}
-	all := labels.Set{"kubernetes.io/metadata.name": ns}
-	for k, v := range nsLabels {
-		all[k] = v
+	return p.Admit(Request{Object: pod, Namespace: NamespaceOf(ns, nsLabels)})
+}
+
+// Admit runs the policy on r.
+func (p *Policy) Admit(r Request) (Verdict, error) {
+	if r.Operation == "" {
+		r.Operation = admission.Create
 	}
-	if !p.namespaces.Matches(all) || !p.objects.Matches(objLabels) {
+	if r.Namespace == nil || r.Object == nil {
+		return Verdict{}, fmt.Errorf("vapeval: a request needs a Pod and its namespace")
+	}
+	if !p.selects(r) {
 		return Verdict{}, nil
 	}
-	nsValues := map[string]any{}
-	for k, v := range all {
-		nsValues[k] = v
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	obj := r.Object.DeepCopy()
+	obj.Namespace = r.Namespace.Name
+	var old runtime.Object
+	if r.OldObject != nil {
+		o := r.OldObject.DeepCopy()
+		o.Namespace = r.Namespace.Name
+		old = o
 	}
-	request := map[string]any{"namespace": ns, "operation": "CREATE",
-		"kind": map[string]any{"group": "", "version": "v1", "kind": "Pod"}}
-	in := map[string]any{"object": obj, "oldObject": nil, "request": request, "namespaceObject": nil}
-	for i, c := range p.conditions {
-		out, _, err := c.Eval(in)
-		if err != nil {
-			return Verdict{}, fmt.Errorf("matchCondition %d: %w", i, err)
+	attrs := admission.NewAttributesRecord(obj, old, gvk, r.Namespace.Name, obj.Name, gvr, r.SubResource, r.Operation, nil, false,
+		&user.DefaultInfo{Name: "vapeval"})
+	versioned := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: gvk,
+		VersionedObject: admission.NewLazyObject(obj), VersionedOldObject: admission.NewLazyObject(old)}
+	if old == nil {
+		versioned.VersionedOldObject = admission.NewLazyObject(nil)
+	}
+	return p.validate(versioned, gvr, r.Namespace)
+}
+
+// validate is the validator's work (validating.validator.Validate): the
+// matchConditions, then the validations, each failed one's message
+// expression, its static message or the expression itself.
+func (p *Policy) validate(versioned *admission.VersionedAttributes, gvr schema.GroupVersionResource, ns *corev1.Namespace) (Verdict, error) {
+	ctx := context.Background()
+	if p.matcher != nil {
+		m := p.matcher.Match(ctx, versioned, nil, nil)
+		if m.Error != nil {
+			return Verdict{Selected: true}, fmt.Errorf("policy %s: %w", p.name, m.Error)
 		}
-		if out.Value() != true {
+		if !m.Matches {
 			return Verdict{Selected: true}, nil
 		}
 	}
-	vars := map[string]any{}
-	in["namespaceObject"] = map[string]any{"metadata": map[string]any{"name": ns, "labels": nsValues}}
-	in["variables"] = vars
-	for _, v := range p.variables {
-		out, _, err := v.prg.Eval(in)
-		if err != nil {
-			return Verdict{}, fmt.Errorf("variable %s: %w", v.name, err)
-		}
-		vars[v.name] = out
+	req := plugincel.CreateAdmissionRequest(versioned.Attributes, metav1.GroupVersionResource(gvr), metav1.GroupVersionKind(versioned.VersionedKind))
+	nsObj := plugincel.CreateNamespaceObject(ns)
+	results, remaining, err := p.validations.ForInput(ctx, versioned, req, plugincel.OptionalVariableBindings{}, nsObj, celconfig.RuntimeCELCostBudget)
+	if err != nil {
+		return Verdict{Selected: true, Matched: true}, fmt.Errorf("policy %s: %w", p.name, err)
 	}
-	for i, v := range p.validations {
-		out, _, err := v.expr.Eval(in)
-		if err != nil {
-			return Verdict{}, fmt.Errorf("validation %d: %w", i, err)
+	msgs, _, msgErr := p.messages.ForInput(ctx, versioned, req, plugincel.OptionalVariableBindings{}, nsObj, remaining)
+	v := Verdict{Selected: true, Matched: true}
+	for i, r := range results {
+		if r.Error != nil {
+			return v, fmt.Errorf("policy %s: validation %d: %w", p.name, i, r.Error)
 		}
-		if out.Value() == true {
+		if r.EvalResult == celtypes.True {
 			continue
 		}
-		msg := strings.TrimSpace(v.static)
-		if v.message != nil {
-			m, _, err := v.message.Eval(in)
-			if err != nil {
-				return Verdict{}, fmt.Errorf("validation %d message: %w", i, err)
+		if errors.Is(msgErr, apiservercel.ErrInternal) || errors.Is(msgErr, apiservercel.ErrOutOfBudget) {
+			return v, fmt.Errorf("policy %s: failed messageExpression: %w", p.name, msgErr)
+		}
+		msg := ""
+		if i < len(msgs) && msgs[i].Error == nil && msgs[i].EvalResult != nil {
+			if s, ok := msgs[i].EvalResult.Value().(string); ok {
+				msg = strings.TrimSpace(s)
+				// The API server drops an overlong or multi-line message.
+				if len(msg) > celconfig.MaxEvaluatedMessageExpressionSizeBytes || strings.Contains(msg, "\n") {
+					msg = ""
+				}
 			}
-			s, ok := m.Value().(string)
-			if !ok {
-				return Verdict{}, fmt.Errorf("validation %d message is %T", i, m.Value())
-			}
-			msg = strings.TrimSpace(s)
 		}
 		if msg == "" {
-			return Verdict{}, errors.New("a failed validation without a message")
+			msg = strings.TrimSpace(p.checks[i].Message)
 		}
-		if strings.Contains(msg, "\n") {
-			return Verdict{}, fmt.Errorf("validation %d message has a newline, which the API server drops: %q", i, msg)
+		if msg == "" {
+			msg = "failed expression: " + strings.TrimSpace(p.checks[i].Expression)
 		}
-		return Verdict{Selected: true, Matched: true, Denied: msg}, nil
+		if v.Denied == "" {
+			v.Denied = msg
+		}
 	}
-	return Verdict{Selected: true, Matched: true}, nil
+	return v, nil
+}
+
+// selects: the resource rules, the namespace and object selectors.
+func (p *Policy) selects(r Request) bool {
+	resource := "pods"
+	if r.SubResource != "" {
+		resource += "/" + r.SubResource
+	}
+	ruled := len(p.rules) == 0
+	for _, rule := range p.rules {
+		ops := rule.Operations
+		if (slices.Contains(ops, admissionv1.OperationAll) || slices.Contains(ops, admissionv1.OperationType(r.Operation))) &&
+			(slices.Contains(rule.Resources, resource) || slices.Contains(rule.Resources, "*") || r.SubResource != "" && slices.Contains(rule.Resources, "pods/*")) {
+			ruled = true
+		}
+	}
+	nsLabels := labels.Set{"kubernetes.io/metadata.name": r.Namespace.Name}
+	for k, v := range r.Namespace.Labels {
+		nsLabels[k] = v
+	}
+	objLabels := labels.Set(r.Object.Labels)
+	bound := len(p.bindings) == 0
+	for _, b := range p.bindings {
+		bound = bound || b.namespaces.Matches(nsLabels) && b.objects.Matches(objLabels)
+	}
+	return ruled && bound && p.namespaces.Matches(nsLabels) && p.objects.Matches(objLabels)
+}
+
+// PodOf decodes a Pod from its JSON form, as the API server does.
+func PodOf(obj map[string]any) (*corev1.Pod, error) {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var pod corev1.Pod
+	if err := json.Unmarshal(b, &pod); err != nil {
+		return nil, fmt.Errorf("vapeval: not a Pod: %w", err)
+	}
+	return &pod, nil
+}
+
+// NamespaceOf is namespace ns with labels (and its name label).
+func NamespaceOf(ns string, nsLabels map[string]string) *corev1.Namespace {
+	l := map[string]string{"kubernetes.io/metadata.name": ns}
+	for k, v := range nsLabels {
+		l[k] = v
+	}
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: l}}
 }

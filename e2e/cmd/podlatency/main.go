@@ -61,6 +61,7 @@ type options struct {
 	rounds          int
 	burstRounds     int
 	policyN         int
+	policyRounds    int
 	out             string
 	profileDir      string
 	profileDuration time.Duration
@@ -84,6 +85,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds of the sequential phase, -n creates per variant in each; its targets are judged by the median round")
 	fs.IntVar(&o.burstRounds, "burst-rounds", 9, "rounds of the burst phase, one burst per variant in each; its target is judged by the median round")
 	fs.IntVar(&o.policyN, "policy-n", 200, "Pods created per variant, one variant at a time, to tell what graft's ValidatingAdmissionPolicy costs")
+	fs.IntVar(&o.policyRounds, "policy-rounds", 5, "rounds of the policy phase, -policy-n creates per variant in each; graft's policy against the floor is judged by the median round")
 	fs.StringVar(&o.out, "out", "../bench/results", "where e2e-latest.md and e2e-latest.json go")
 	fs.StringVar(&o.profileDir, "cpuprofile", "", "if set, afterwards take a kube-apiserver CPU profile per variant into this directory")
 	fs.DurationVar(&o.profileDuration, "cpuprofile-duration", 20*time.Second, "how long each CPU profile runs (Pods created one at a time meanwhile)")
@@ -104,8 +106,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 		return o, nil
 	}
-	if o.n <= 0 || o.warmup < 0 || o.burst < 0 || o.clients <= 0 || o.policyN <= 0 || o.rounds <= 0 || o.burstRounds <= 0 {
-		return o, errors.New("-n, -clients, -rounds, -burst-rounds and -policy-n must be > 0, -warmup and -burst >= 0")
+	if o.n <= 0 || o.warmup < 0 || o.burst < 0 || o.clients <= 0 || o.policyN <= 0 || o.policyRounds <= 0 || o.rounds <= 0 || o.burstRounds <= 0 {
+		return o, errors.New("-n, -clients, -rounds, -burst-rounds, -policy-n and -policy-rounds must be > 0, -warmup and -burst >= 0")
 	}
 	return o, nil
 }
@@ -165,8 +167,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "podlatency: %d Pod creates per variant, one variant at a time, for the admission policy's cost\n", o.policyN)
-	policies, err := measurePolicies(ctx, b, client, variants, pod, o.policyN)
+	fmt.Fprintf(stderr, "podlatency: %d rounds of %d Pod creates per variant, one variant at a time, for the admission policy's cost\n", o.policyRounds, o.policyN)
+	policies, err := measurePolicies(ctx, b, client, variants, pod, o.policyN, o.policyRounds)
 	if err != nil {
 		return err
 	}

@@ -113,27 +113,32 @@ func measureSequential(ctx context.Context, b *bench, client kubernetes.Interfac
 }
 
 // measurePolicies creates n Pods one at a time per variant, one variant
-// after the other, and returns for each the ValidatingAdmissionPolicy
-// plugin's time per create of that variant's Pods: the plugin runs for
-// every Pod, so only a phase of one variant's creates tells what graft's
-// guarantee policy costs where it applies.
-func measurePolicies(ctx context.Context, b *bench, client kubernetes.Interface, vs []variant, pod *corev1.Pod, n int) ([]histo.Histogram, error) {
-	out := make([]histo.Histogram, len(vs))
-	for i, v := range vs {
-		before, err := b.scrape(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for range n {
-			if _, err := create(ctx, client, v, pod); err != nil {
+// after the other, in `rounds` rounds (the order rotating), and returns
+// for each round and variant the ValidatingAdmissionPolicy plugin's time
+// per create of that variant's Pods: the plugin runs for every Pod, so
+// only a phase of one variant's creates tells what a policy costs where it
+// applies.
+func measurePolicies(ctx context.Context, b *bench, client kubernetes.Interface, vs []variant, pod *corev1.Pod, n, rounds int) ([][]histo.Histogram, error) {
+	out := make([][]histo.Histogram, rounds)
+	for round := range rounds {
+		out[round] = make([]histo.Histogram, len(vs))
+		for k := range vs {
+			i := (round + k) % len(vs)
+			before, err := b.scrape(ctx)
+			if err != nil {
 				return nil, err
 			}
+			for range n {
+				if _, err := create(ctx, client, vs[i], pod); err != nil {
+					return nil, err
+				}
+			}
+			after, err := b.scrape(ctx)
+			if err != nil {
+				return nil, err
+			}
+			out[round][i] = after.minus(before).vapPlugin
 		}
-		after, err := b.scrape(ctx)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = after.minus(before).vapPlugin
 	}
 	return out, nil
 }

@@ -36,12 +36,25 @@ type Row struct {
 // where it applies, read from kube-apiserver's
 // apiserver_admission_controller_admission_duration_seconds for the
 // ValidatingAdmissionPolicy plugin over creates of graft's Pods alone,
-// next to the same for Pods of a namespace it does not select. (Version
-// 1.36 observes apiserver_validating_admission_policy_check_duration_seconds
+// next to the same for graft's Pods under the minimal policy that only
+// reads object.spec.initContainers (the floor of any check of the
+// sidecars), and for Pods of a namespace neither selects. (The API server
+// observes apiserver_validating_admission_policy_check_duration_seconds
 // only for denials and errors, so it says nothing of an admitted Pod.)
+// The figures pool the rounds; Rounds holds each round, by which the
+// ratio to the floor is judged.
 type Guarantee struct {
-	GraftUS float64 `json:"graft_namespace_us_per_create"`
-	OtherUS float64 `json:"unselected_namespace_us_per_create"`
+	GraftUS float64          `json:"graft_namespace_us_per_create"`
+	FloorUS float64          `json:"floor_namespace_us_per_create"`
+	OtherUS float64          `json:"unselected_namespace_us_per_create"`
+	Rounds  []GuaranteeRound `json:"rounds,omitempty"`
+}
+
+// GuaranteeRound is one round of the policy phase.
+type GuaranteeRound struct {
+	GraftUS float64 `json:"graft_us_per_create"`
+	FloorUS float64 `json:"floor_us_per_create"`
+	Ratio   float64 `json:"graft_over_floor"`
 }
 
 // Target is one of the targets of issues 11 and 26 and how this run did.
@@ -77,7 +90,7 @@ const setupText = " with its default admission plugins (ServiceAccount and Limit
 
 // newReport makes the report of a run on kube-apiserver version (what it
 // reported on /version).
-func newReport(version string, vs []variant, seqRounds, burst [][]phaseResult, policies []histo.Histogram) *report {
+func newReport(version string, vs []variant, seqRounds, burst [][]phaseResult, policyRounds [][]histo.Histogram) *report {
 	r := &report{When: time.Now().UTC().Format("2006-01-02 15:04 UTC"), Kubernetes: version, Setup: "kube-apiserver " + version + setupText}
 	seq := pooled(seqRounds)
 	r.Sequential = rows(vs, seq)
@@ -90,6 +103,27 @@ func newReport(version string, vs []variant, seqRounds, burst [][]phaseResult, p
 			r.BurstRounds = append(r.BurstRounds, rows(vs, res))
 		}
 	}
+	policies := make([]histo.Histogram, len(vs))
+	for _, round := range policyRounds {
+		var gr GuaranteeRound
+		for i, v := range vs {
+			policies[i] = policies[i].Plus(round[i])
+			mean, err := round[i].Mean()
+			if err != nil {
+				continue
+			}
+			switch v.name {
+			case "graft":
+				gr.GraftUS = mean * 1e6
+			case "graft-floor":
+				gr.FloorUS = mean * 1e6
+			}
+		}
+		if gr.FloorUS > 0 {
+			gr.Ratio = gr.GraftUS / gr.FloorUS
+		}
+		r.Guarantee.Rounds = append(r.Guarantee.Rounds, gr)
+	}
 	for i, v := range vs {
 		mean, err := policies[i].Mean()
 		if err != nil {
@@ -101,6 +135,8 @@ func newReport(version string, vs []variant, seqRounds, burst [][]phaseResult, p
 			if m, err := seq[i].m.patch.Mean(); err == nil {
 				r.GraftPatchBytes = m
 			}
+		case "graft-floor":
+			r.Guarantee.FloorUS = mean * 1e6
 		case "none":
 			r.Guarantee.OtherUS = mean * 1e6
 		}
@@ -175,9 +211,16 @@ func targets(r *report) []Target {
 	if gb, ok := row(r.Burst, "graft"); ok {
 		out = append(out, Target{"graft calls per Pod create (burst)", "1.00", fmt.Sprintf("%.2f", gb.CallsPerCreate), gb.CallsPerCreate == 1})
 	}
-	if okG {
-		c := r.Guarantee.GraftUS / 1000
-		out = append(out, Target{"guarantee policy per create (ValidatingAdmissionPolicy plugin)", "<= 0.1 ms", fmt.Sprintf("%.3f ms", c), c <= 0.1})
+	var ratios []float64
+	for _, gr := range r.Guarantee.Rounds {
+		if gr.Ratio > 0 {
+			ratios = append(ratios, gr.Ratio)
+		}
+	}
+	if okG && len(ratios) > 0 {
+		med := median(ratios)
+		out = append(out, Target{"guarantee policy per create / minimal policy reading initContainers (ValidatingAdmissionPolicy plugin, median of rounds)", "<= 1.50",
+			fmt.Sprintf("%.2f (rounds: %s; pooled %.3f ms / %.3f ms)", med, join(ratios, "%.2f"), r.Guarantee.GraftUS/1000, r.Guarantee.FloorUS/1000), med <= 1.5})
 	}
 	if okG && okM {
 		if ratios := perRound(r.SequentialRounds, func(g, m Row) (float64, bool) {
@@ -290,7 +333,7 @@ func (r *report) markdown() string {
 	var md strings.Builder
 	fmt.Fprintf(&md, "## Pod create latency through kube-apiserver (%s)\n\n", r.When)
 	md.WriteString("Set-up: " + r.Setup + ". `graft` is the shipped webhook and ValidatingAdmissionPolicy; " +
-		"`graft-bare` the same webhook without the policy; `minimal` a standard-library webhook (a process of its own) answering every review with a fixed patch adding one init container " +
+		"`graft-bare` the same webhook without the policy; `graft-floor` the same webhook with, instead of graft's policy, the minimal one that only reads object.spec.initContainers; `minimal` a standard-library webhook (a process of its own) answering every review with a fixed patch adding one init container " +
 		"(reinvocationPolicy: Never); `replay` that same server answering with graft's own patch for this Pod (computed once by graft's engine): " +
 		"beside `minimal` it shows what the API server's handling of graft's larger patch (its annotations and label) costs, beside `graft` what graft's server costs; `policy` a MutatingAdmissionPolicy (JSONPatch) adding the same init containers " +
 		"and volumes as graft's default profile; `graft-export` the policies `graft export` writes for that profile " +
@@ -318,10 +361,18 @@ func (r *report) markdown() string {
 		table(fmt.Sprintf("Burst: concurrent clients, each variant in turn, %d rounds pooled", len(r.BurstRounds)), r.Burst)
 		roundsTable(&md, "Burst p99 by round (each round: every variant's burst once, the order rotating)", r.Burst, r.BurstRounds, func(x Row) int64 { return x.P99US })
 	}
-	fmt.Fprintf(&md, "graft's guarantee policy: the ValidatingAdmissionPolicy plugin took %.3f ms per create of graft's Pods "+
-		"and %.3f ms per create in a namespace it does not select (apiserver_admission_controller_admission_duration_seconds, "+
-		"each variant's Pods created apart). graft's patch: %.0f bytes on average.\n\n",
-		r.Guarantee.GraftUS/1000, r.Guarantee.OtherUS/1000, r.GraftPatchBytes)
+	fmt.Fprintf(&md, "graft's guarantee policy: the ValidatingAdmissionPolicy plugin took %.3f ms per create of graft's Pods, "+
+		"%.3f ms per create of graft's Pods under the minimal policy that only reads object.spec.initContainers (`graft-floor`), "+
+		"and %.3f ms per create in a namespace neither selects (apiserver_admission_controller_admission_duration_seconds, "+
+		"each variant's Pods created apart, %d rounds pooled). graft's patch: %.0f bytes on average.\n\n",
+		r.Guarantee.GraftUS/1000, r.Guarantee.FloorUS/1000, r.Guarantee.OtherUS/1000, len(r.Guarantee.Rounds), r.GraftPatchBytes)
+	if len(r.Guarantee.Rounds) > 0 {
+		md.WriteString("Guarantee policy by round (ms per create):\n\n| round | graft | floor | graft / floor |\n|--:|--:|--:|--:|\n")
+		for i, gr := range r.Guarantee.Rounds {
+			fmt.Fprintf(&md, "| %d | %.3f | %.3f | %.2f |\n", i+1, gr.GraftUS/1000, gr.FloorUS/1000, gr.Ratio)
+		}
+		md.WriteString("\n")
+	}
 	targetsTable(&md, r.Targets)
 	return md.String()
 }

@@ -50,6 +50,7 @@ var setups = []func(context.Context, *bench) (variant, error){
 	setupNone,
 	setupGraft,
 	setupGraftBare,
+	setupGraftFloor,
 	setupMinimal,
 	setupReplay,
 	setupConventional,
@@ -108,6 +109,61 @@ func setupGraft(ctx context.Context, b *bench) (variant, error) {
 func setupGraftBare(ctx context.Context, b *bench) (variant, error) {
 	v := variant{name: "graft-bare", ns: "lat-graft-bare", injected: injectedBy(b.sidecar), webhook: "inject.graft-bare.bench.graft.dev"}
 	return v, registerScoped(ctx, b, v, b.c.GraftAddr(), b.c.GraftCA(), func(*admissionregv1.MutatingWebhook) {})
+}
+
+// floorPolicy names the minimal ValidatingAdmissionPolicy graft's
+// guarantee is measured beside.
+const floorPolicy = "bench-floor-reads-init-containers"
+
+// setupGraftFloor is graft's webhook, as for graft-bare, with the
+// cheapest ValidatingAdmissionPolicy that looks at a Pod's sidecars at
+// all in place of graft's guarantee: one matchCondition reading
+// object.spec.initContainers, false for every Pod, so its validation
+// never runs, as graft's matchCondition is false for a Pod graft
+// injected. The ValidatingAdmissionPolicy plugin's time per create of
+// these Pods is the floor any content check pays; graft's is judged
+// against it.
+func setupGraftFloor(ctx context.Context, b *bench) (variant, error) {
+	v := variant{name: "graft-floor", ns: "lat-graft-floor", injected: injectedBy(b.sidecar), webhook: "inject.graft-floor.bench.graft.dev"}
+	if err := registerScoped(ctx, b, v, b.c.GraftAddr(), b.c.GraftCA(), func(*admissionregv1.MutatingWebhook) {}); err != nil {
+		return v, err
+	}
+	fail := admissionregv1.Fail
+	equivalent := admissionregv1.Equivalent
+	pol := &admissionregv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: floorPolicy},
+		Spec: admissionregv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionregv1.MatchResources{
+				ResourceRules: []admissionregv1.NamedRuleWithOperations{{RuleWithOperations: admissionregv1.RuleWithOperations{
+					Operations: []admissionregv1.OperationType{admissionregv1.Create, admissionregv1.Update},
+					Rule:       admissionregv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+				}}},
+				MatchPolicy: &equivalent,
+			},
+			MatchConditions: []admissionregv1.MatchCondition{{Name: "reads-init-containers",
+				Expression: `size(object.spec.?initContainers.orValue([])) < 0`}},
+			Validations: []admissionregv1.Validation{{Expression: "true"}},
+		},
+	}
+	reg := b.c.Client.AdmissionregistrationV1()
+	if _, err := reg.ValidatingAdmissionPolicies().Create(ctx, pol, metav1.CreateOptions{}); err != nil {
+		return v, fmt.Errorf("floor ValidatingAdmissionPolicy: %w", err)
+	}
+	bind := &admissionregv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: floorPolicy},
+		Spec: admissionregv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        floorPolicy,
+			ValidationActions: []admissionregv1.ValidationAction{admissionregv1.Deny},
+			MatchResources: &admissionregv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{variantLabel: v.name}},
+			},
+		},
+	}
+	if _, err := reg.ValidatingAdmissionPolicyBindings().Create(ctx, bind, metav1.CreateOptions{}); err != nil {
+		return v, fmt.Errorf("floor ValidatingAdmissionPolicyBinding: %w", err)
+	}
+	return v, nil
 }
 
 // registerScoped registers the shipped webhook for the default profile

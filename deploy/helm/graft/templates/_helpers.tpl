@@ -288,21 +288,21 @@ default revision may choose.
 {{- end -}}
 
 {{/*
-graft.templateFacts: JSON of what the guarantee policy knows of each
-template (the containers it can add, their kinds and images), by name: the
-built-in templates' (files/guarantee-facts.json, `graft guarantee --facts`),
-then policy.templateFacts. A file of templates.extra replaces a built-in
-template: its facts must then come from policy.templateFacts too.
+graft.templateChecks: JSON of what the guarantee policies compare of each
+template, by name: the built-in templates' (files/guarantee-checks.json,
+`graft guarantee --checks`), then policy.templateChecks. A file of
+templates.extra replaces a built-in template: its checks must then come
+from policy.templateChecks too.
 */}}
-{{- define "graft.templateFacts" -}}
-{{- $facts := .Files.Get "files/guarantee-facts.json" | fromJson -}}
+{{- define "graft.templateChecks" -}}
+{{- $checks := .Files.Get "files/guarantee-checks.json" | fromJson -}}
 {{- range $file, $_ := .Values.templates.extra -}}
-{{- $_ := unset $facts (trimSuffix ".yaml" $file) -}}
+{{- $_ := unset $checks (trimSuffix ".yaml" $file) -}}
 {{- end -}}
-{{- range $name, $f := .Values.policy.templateFacts -}}
-{{- $_ := set $facts $name $f -}}
+{{- range $name, $c := .Values.policy.templateChecks -}}
+{{- $_ := set $checks $name $c -}}
 {{- end -}}
-{{- toJson $facts -}}
+{{- toJson $checks -}}
 {{- end -}}
 
 {{/*

@@ -1,4 +1,4 @@
-package registration
+package export
 
 import (
 	"encoding/json"
@@ -50,9 +50,9 @@ type ContainerFacts struct {
 	ImageFollows bool `json:"imageFollows,omitempty"`
 }
 
-// maxVariants bounds the renders of one template; past it, each steering
+// maxFactVariants bounds the renders of one template; past it, each steering
 // parameter is varied alone.
-const maxVariants = 512
+const maxFactVariants = 512
 
 // Facts renders tmpl and returns what it can add to a Pod.
 func Facts(tmpl *templates.Template) (TemplateFacts, error) {
@@ -216,7 +216,7 @@ func containerKind(raw []byte, inInit bool) (kind, image string, err error) {
 
 // variants are the parameter values to render tmpl with: base, every
 // combination of the enum and bool parameters (each alone past
-// maxVariants), then each number and list at its bounds.
+// maxFactVariants), then each number and list at its bounds.
 func variants(tmpl *templates.Template, base map[string]string) []map[string]string {
 	out := []map[string]string{base}
 	type axis struct {
@@ -248,7 +248,7 @@ func variants(tmpl *templates.Template, base map[string]string) []map[string]str
 			}
 		}
 	}
-	if combos > maxVariants {
+	if combos > maxFactVariants {
 		for _, a := range steer {
 			for _, v := range a.values {
 				out = append(out, with(base, a.name, v))

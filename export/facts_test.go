@@ -1,15 +1,11 @@
-package registration
+package export
 
 import (
 	"encoding/json"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/graftdev/graft/inject"
-	"github.com/graftdev/graft/internal/fixture"
-	"github.com/graftdev/graft/internal/vapeval"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -121,70 +117,6 @@ fragment: |
 `))
 	if err == nil || !strings.Contains(err.Error(), "the name of container") {
 		t.Errorf("a container named after a parameter: %v", err)
-	}
-}
-
-// TestGuaranteeReadsClaimsNotNames: the record names templates,
-// revisions and volumes too; only its lists of injected containers claim
-// them. A template named like its container, next to one whose volume has
-// a container's name, is read right both ways.
-func TestGuaranteeReadsClaimsNotNames(t *testing.T) {
-	set := fixture.Templates(t)
-	solo := mustTemplate(t, `name: solo
-description: test
-podSecurity: baseline
-fragment: |
-  containers:
-    - name: solo
-      image: registry.example/solo:1
-  volumes:
-    - name: graft-agent
-      emptyDir: {}
-`)
-	cfg := inject.Config{Profiles: map[string]inject.Profile{"p": {Templates: []string{"solo", "agent"},
-		PodSecurity: inject.PodSecurity{MaxLevel: templates.LevelBaseline}}}, DefaultProfile: "p"}
-	rc := inject.RevisionsConfig{Revisions: []inject.RevisionConfig{{Config: cfg, Templates: set.With(templatesOf(t, solo))}}}
-	gs, err := Guarantees(rc, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	policy, err := vapeval.Compile(gs[0].Policy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	revs, err := inject.NewRevisions(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rig{revs: revs, policies: map[string]*vapeval.Policy{"p": policy}}
-	injected := r.admit(t, appPod(), "p", "")
-	if v := r.check(t, injected, "p", ""); v.Matched {
-		t.Fatalf("graft's Pod refused: %q", v.Denied)
-	}
-	for _, gone := range []string{"solo", "graft-agent"} {
-		if v := r.check(t, without(injected, gone), "p", ""); !strings.Contains(v.Denied, gone+" into this Pod") {
-			t.Errorf("%s removed: denied %q", gone, v.Denied)
-		}
-	}
-}
-
-func templatesOf(t *testing.T, ts ...*templates.Template) *templates.Set {
-	t.Helper()
-	dir := t.TempDir()
-	for _, tmpl := range ts {
-		writeFile(t, dir+"/"+tmpl.Name+".yaml", tmpl.Source)
-	}
-	set, err := templates.LoadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return set
-}
-
-func writeFile(t *testing.T, path string, data []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
 
