@@ -1,9 +1,9 @@
 package deploy
 
 import (
-	"maps"
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/graftdev/graft/inject"
-	"github.com/graftdev/graft/internal/guaranteecorpus"
 	"github.com/graftdev/graft/internal/fixture"
+	"github.com/graftdev/graft/internal/guaranteecorpus"
 	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/internal/vapeval"
 )
