@@ -39,9 +39,27 @@ PROMTOOL_MODULE    := e2e/tools/promtool
 PROMETHEUS_VERSION := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "github.com/prometheus/prometheus" && $$(i+1) ~ /^v/) print $$(i+1)}' $(PROMTOOL_MODULE)/go.mod)
 PROMTOOL           := $(CACHE)/bin/promtool-$(PROMETHEUS_VERSION)
 
-# What the deploy tests (in `make unit`) and the e2e suite are told about
-# the tools; a test that needs one and finds no path skips, except on CI.
-TOOLS_ENV := GRAFT_HELM=$(HELM) GRAFT_PROMTOOL=$(PROMTOOL)
+# The programs the built-in templates' configurations are handed to, each
+# built from a builder module pinned to the release the template's default
+# image runs (docs/reference/images.md), cached under names carrying it:
+# - otelcol from e2e/tools/otelcol: the OpenTelemetry Collector with
+#   exactly the components the otel-agent template configures.
+# Vault (the secrets-agent template) is not among them: Vault 1.21.4's
+# module does not build from the module proxy (its in-tree sdk is
+# unpublished: sdk v0.21.0 changed framework.Backend.ActivationFunc, v0.20.0
+# lacks the observation API 1.21 uses). TestSecretsAgentConfigParses runs
+# when GRAFT_VAULT names a vault binary.
+# e2e/tools/envoycheck is a test module: the mesh-proxy bootstrap against
+# Envoy's API definitions (go-control-plane), run by `make unit`.
+OTELCOL_MODULE  := e2e/tools/otelcol
+OTELCOL_VERSION := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "go.opentelemetry.io/collector/otelcol" && $$(i+1) ~ /^v/) print $$(i+1)}' $(OTELCOL_MODULE)/go.mod)
+OTELCOL         := $(CACHE)/bin/otelcol-$(OTELCOL_VERSION)
+ENVOYCHECK_MODULE := e2e/tools/envoycheck
+
+# What the deploy and templates tests (in `make unit`) and the e2e suite are
+# told about the tools; a test that needs one and finds no path skips,
+# except on CI.
+TOOLS_ENV := GRAFT_HELM=$(HELM) GRAFT_PROMTOOL=$(PROMTOOL) GRAFT_OTELCOL=$(OTELCOL)
 
 .PHONY: all build run test unit fmt vet bench-go lint-templates fuzz clean tools docs
 
@@ -72,9 +90,10 @@ test: vet lint-templates
 # -timeout 30m: cmd/graft's race-enabled tests take about 2 minutes on an idle
 # 2-core machine and several times that on a busy one; Go's default 10 minutes
 # would fail a slow machine, not a slow graft.
-unit: $(HELM) $(PROMTOOL)
+unit: $(HELM) $(PROMTOOL) $(OTELCOL)
 	$(TOOLS_ENV) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 30m $(PKGS)
 	$(GO) test -count=1 -run 'Allocations' ./webhook/
+	cd $(ENVOYCHECK_MODULE) && $(GO) test -count=1 ./...
 
 ## fmt: gofmt every tracked Go file.
 fmt:
@@ -85,11 +104,15 @@ vet: $(STATICCHECK)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	cd e2e && $(GO) vet ./...
+	cd $(ENVOYCHECK_MODULE) && $(GO) vet ./...
+	cd $(OTELCOL_MODULE) && $(GO) vet ./...
 	$(STATICCHECK) $(PKGS)
 	cd e2e && $(STATICCHECK) ./...
+	cd $(ENVOYCHECK_MODULE) && $(STATICCHECK) ./...
+	cd $(OTELCOL_MODULE) && $(STATICCHECK) ./...
 
-## tools: build (or reuse) the cached staticcheck, helm and promtool.
-tools: $(STATICCHECK) $(HELM) $(PROMTOOL)
+## tools: build (or reuse) the cached staticcheck, helm, promtool and otelcol.
+tools: $(STATICCHECK) $(HELM) $(PROMTOOL) $(OTELCOL)
 
 # go-install builds the command $(1) at version $(2) with go install flags
 # $(3) into a temporary directory and moves it to the target, so an
@@ -115,6 +138,15 @@ $(PROMTOOL):
 	cd $(PROMTOOL_MODULE) && CGO_ENABLED=0 $(GO) build -trimpath -tags remove_all_sd \
 		-ldflags '-s -w -X github.com/prometheus/common/version.Version=3.$(PROMETHEUS_VERSION:v0.3%=%)' \
 		-o $@.tmp github.com/prometheus/prometheus/cmd/promtool
+	mv $@.tmp $@
+
+# The collector reports the release it was built from (its Go module
+# v0.MMM.P is collector release 0.MMM.P).
+$(OTELCOL):
+	@[ -n "$(OTELCOL_VERSION)" ] || { echo "no collector version in $(OTELCOL_MODULE)/go.mod" >&2; exit 1; }
+	@mkdir -p $(@D)
+	cd $(OTELCOL_MODULE) && CGO_ENABLED=0 $(GO) build -trimpath \
+		-ldflags '-s -w -X main.version=$(OTELCOL_VERSION:v%=%)' -o $@.tmp .
 	mv $@.tmp $@
 
 ## docs: regenerate what is generated from the code: docs/reference/ (cli.md from the commands' help) and the Helm chart's values schema.

@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/fixture"
 	"github.com/graftdev/graft/internal/names"
-	"github.com/graftdev/graft/templates"
 )
 
 const (
@@ -24,10 +24,7 @@ const (
 // hostnet, injecting the agent template with image.
 func engine(t *testing.T, revs map[string]string, tags ...inject.TagConfig) *inject.Revisions {
 	t.Helper()
-	set, err := templates.Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := fixture.Templates(t)
 	var rc inject.RevisionsConfig
 	for _, name := range []string{"default", "next", "retired"} {
 		image, ok := revs[name]

@@ -19,7 +19,7 @@ apiVersion: config.graft.dev/v1alpha1
 kind: GraftConfiguration
 defaultProfile: mesh
 profiles:
-  mesh: {templates: [agent], failureMode: deny}
+  mesh: {templates: [otel-agent], failureMode: deny}
 excludedNamespaces: [kube-system, graft-system]
 server:
   addr: ":9443"
@@ -86,7 +86,7 @@ func TestParseEmpty(t *testing.T) {
 // TestParseWithoutProfiles: a file naming no profiles gets the built-in
 // ones, and a file without apiVersion and kind is read as this version.
 func TestParseWithoutProfiles(t *testing.T) {
-	for _, data := range []string{"{}", "server: {addr: ':1'}\n", "defaultProfile: agent\n"} {
+	for _, data := range []string{"{}", "server: {addr: ':1'}\n", "defaultProfile: otel-agent\n"} {
 		f, err := Parse("graft.yaml", []byte(data))
 		if err != nil {
 			t.Fatalf("%q: %v", data, err)
@@ -97,7 +97,7 @@ func TestParseWithoutProfiles(t *testing.T) {
 		}
 		wantDefault := def.DefaultProfile
 		if strings.HasPrefix(data, "defaultProfile") {
-			wantDefault = "agent"
+			wantDefault = "otel-agent"
 		}
 		if f.DefaultProfile != wantDefault {
 			t.Errorf("%q: default profile %q, want %q", data, f.DefaultProfile, wantDefault)
@@ -110,7 +110,7 @@ func TestParseWithoutProfiles(t *testing.T) {
 func TestParseReadsValuesAsKubernetesTools(t *testing.T) {
 	f, err := Parse("graft.yaml", []byte(`
 profiles:
-  base: &base {templates: [agent], injectHostNetwork: yes}
+  base: &base {templates: [otel-agent], injectHostNetwork: yes}
   copy:
     <<: *base
     failureMode: deny
@@ -130,7 +130,7 @@ func TestParseErrors(t *testing.T) {
 			`graft.yaml:1: unknown field "profile" (did you mean "profiles"?)`},
 		{"unknown server field", "server:\n  port: 8443\n",
 			`graft.yaml:2: server: unknown field "port"; valid fields: addr, adminAddr, apiServerToken, budget, clientCA, drainDelay, firstRequestTimeout, handshakeTimeout, idleTimeout, logLevel, maxBodyBytes, maxBodyBytesInFlight, maxConnAge, maxConnRequests, maxConns, maxConnsPerAddress, maxInFlight, metricsOnWebhookPort, readTimeout, shutdownGrace, templatesDir, timeoutMargin, tlsCert, tlsKey, tlsMinVersion, writeTimeout`},
-		{"misspelt profile field", "profiles:\n  enabled:\n    templates: [agent]\n    onInvalidParam: deny\n",
+		{"misspelt profile field", "profiles:\n  enabled:\n    templates: [otel-agent]\n    onInvalidParam: deny\n",
 			`graft.yaml:4: profiles.enabled: unknown field "onInvalidParam" (did you mean "onInvalidParams"?)`},
 		{"case slip", "defaultprofile: x\n",
 			`graft.yaml:1: unknown field "defaultprofile" (did you mean "defaultProfile"?)`},
@@ -146,14 +146,14 @@ func TestParseErrors(t *testing.T) {
 			`graft.yaml:1: server.logLevel: "off": want a string (YAML reads off unquoted as another type: write "off")`},
 		{"string for a number", "server: {maxInFlight: many}\n",
 			`graft.yaml:1: server.maxInFlight: "many": want a whole number`},
-		{"string for a boolean", "profiles: {a: {templates: [agent], injectHostNetwork: sometimes}}\n",
+		{"string for a boolean", "profiles: {a: {templates: [otel-agent], injectHostNetwork: sometimes}}\n",
 			`graft.yaml:1: profiles.a.injectHostNetwork: "sometimes": want true or false`},
-		{"scalar for a list", "profiles:\n  a:\n    templates: agent\n",
-			`graft.yaml:3: profiles.a.templates: "agent": want a list`},
+		{"scalar for a list", "profiles:\n  a:\n    templates: otel-agent\n",
+			`graft.yaml:3: profiles.a.templates: "otel-agent": want a list`},
 		{"list for a mapping", "server: [a]\n", `graft.yaml:1: server: a list: want a mapping`},
-		{"bad enum", "profiles:\n  a: {templates: [agent], failureMode: sometimes}\n",
+		{"bad enum", "profiles:\n  a: {templates: [otel-agent], failureMode: sometimes}\n",
 			`graft.yaml:2: profiles.a.failureMode: "sometimes": want allow or deny`},
-		{"bad onConflict", "profiles:\n  a:\n    templates: [agent]\n    onConflict: replace\n",
+		{"bad onConflict", "profiles:\n  a:\n    templates: [otel-agent]\n    onConflict: replace\n",
 			`graft.yaml:4: profiles.a.onConflict: "replace": want deny or keep`},
 		{"bad list element", "excludedNamespaces: [a, [b]]\n",
 			`graft.yaml:1: excludedNamespaces[1]: a list: want a string`},
@@ -263,8 +263,8 @@ func TestTemplates(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	own := "name: agent\ndescription: replaced\nfragment: |\n  containers:\n    - {name: mine, image: x, securityContext: {allowPrivilegeEscalation: false, runAsNonRoot: true, capabilities: {drop: [ALL]}, seccompProfile: {type: RuntimeDefault}}}\n"
-	if err := os.WriteFile(filepath.Join(dir, "agent.yaml"), []byte(own), 0o600); err != nil {
+	own := "name: log-shipper\ndescription: replaced\nfragment: |\n  containers:\n    - {name: mine, image: x, securityContext: {allowPrivilegeEscalation: false, runAsNonRoot: true, capabilities: {drop: [ALL]}, seccompProfile: {type: RuntimeDefault}}}\n"
+	if err := os.WriteFile(filepath.Join(dir, "log-shipper.yaml"), []byte(own), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	set, err := Templates(dir)
@@ -274,8 +274,8 @@ func TestTemplates(t *testing.T) {
 	if got, want := set.Names(), builtin.Names(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("overlay names %v, want %v", got, want)
 	}
-	if tpl, _ := set.Get("agent"); tpl.Description != "replaced" {
-		t.Errorf("agent.yaml did not replace the built-in agent: %q", tpl.Description)
+	if tpl, _ := set.Get("log-shipper"); tpl.Description != "replaced" {
+		t.Errorf("log-shipper.yaml did not replace the built-in log-shipper: %q", tpl.Description)
 	}
 	if _, err := Templates(t.TempDir()); err == nil {
 		t.Error("an empty templates directory was accepted")

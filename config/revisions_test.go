@@ -14,12 +14,12 @@ const revisionsYAML = `
 revision: v1
 defaultProfile: enabled
 profiles:
-  enabled: {templates: [agent]}
+  enabled: {templates: [otel-agent]}
   mesh: {templates: [mesh-proxy], podRevision: true}
 revisions:
   v2:
     profiles:
-      enabled: {templates: [agent], params: {agent: {image: "registry.local/agent:2"}}}
+      enabled: {templates: [otel-agent], params: {otel-agent: {image: "registry.local/agent:2"}}}
   v3:
     templatesDir: %s
     defaultProfile: mesh
@@ -35,8 +35,8 @@ defaultRevision: stable
 
 func TestParseRevisions(t *testing.T) {
 	dir := t.TempDir()
-	own := "name: agent\ndescription: v3's agent\nfragment: |\n  containers:\n    - {name: mine, image: x, securityContext: {allowPrivilegeEscalation: false, runAsNonRoot: true, capabilities: {drop: [ALL]}, seccompProfile: {type: RuntimeDefault}}}\n"
-	if err := os.WriteFile(filepath.Join(dir, "agent.yaml"), []byte(own), 0o600); err != nil {
+	own := "name: otel-agent\ndescription: v3's agent\nfragment: |\n  containers:\n    - {name: mine, image: x, securityContext: {allowPrivilegeEscalation: false, runAsNonRoot: true, capabilities: {drop: [ALL]}, seccompProfile: {type: RuntimeDefault}}}\n"
+	if err := os.WriteFile(filepath.Join(dir, "otel-agent.yaml"), []byte(own), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	f, err := Parse("graft.yaml", []byte(strings.Replace(revisionsYAML, "%s", dir, 1)))
@@ -57,13 +57,13 @@ func TestParseRevisions(t *testing.T) {
 	v1, v2, v3 := rc.Revisions[0], rc.Revisions[1], rc.Revisions[2]
 	// v2 replaces enabled and inherits mesh; v3 inherits both and has its
 	// own templates and default profile.
-	if got := v2.Config.Profiles["enabled"].Params["agent"]["image"]; got != "registry.local/agent:2" {
+	if got := v2.Config.Profiles["enabled"].Params["otel-agent"]["image"]; got != "registry.local/agent:2" {
 		t.Errorf("v2's enabled: %+v", v2.Config.Profiles["enabled"])
 	}
 	if !reflect.DeepEqual(v2.Config.Profiles["mesh"], f.Profiles["mesh"]) || !v2.Config.Profiles["mesh"].PodRevision {
 		t.Errorf("v2 did not inherit mesh: %+v", v2.Config.Profiles["mesh"])
 	}
-	if _, ok := f.Profiles["enabled"].Params["agent"]; ok {
+	if _, ok := f.Profiles["enabled"].Params["otel-agent"]; ok {
 		t.Error("v2's profile leaked into the top level's")
 	}
 	if v3.Config.DefaultProfile != "mesh" || v2.Config.DefaultProfile != "enabled" {
@@ -72,7 +72,7 @@ func TestParseRevisions(t *testing.T) {
 	if v2.Templates != v1.Templates {
 		t.Error("v2 without templatesDir does not share the top level's templates")
 	}
-	if tpl, _ := v3.Templates.Get("agent"); tpl.Description != "v3's agent" {
+	if tpl, _ := v3.Templates.Get("otel-agent"); tpl.Description != "v3's agent" {
 		t.Errorf("v3's templatesDir not loaded: %q", tpl.Description)
 	}
 	wantTags := []inject.TagConfig{
@@ -106,7 +106,7 @@ func TestParseRevisions(t *testing.T) {
 }
 
 func TestParseRevisionErrors(t *testing.T) {
-	const base = "profiles:\n  enabled: {templates: [agent]}\n"
+	const base = "profiles:\n  enabled: {templates: [otel-agent]}\n"
 	cases := []struct{ name, yaml, want string }{
 		{"bad top name", "revision: V1\n",
 			`graft.yaml:1: revision: "V1" is not a valid name: a lowercase RFC 1123 label must consist of`},
@@ -114,11 +114,11 @@ func TestParseRevisionErrors(t *testing.T) {
 			`graft.yaml:4: revisions.next_1: "next_1" is not a valid name`},
 		{"revision named like the top level", base + "revisions:\n  default: {}\n",
 			`graft.yaml:4: revisions.default: "default" is the top level's revision (revision: default); name this one otherwise`},
-		{"new profile in a revision", base + "revisions:\n  next:\n    profiles:\n      other: {templates: [agent]}\n",
+		{"new profile in a revision", base + "revisions:\n  next:\n    profiles:\n      other: {templates: [otel-agent]}\n",
 			`graft.yaml:6: revisions.next.profiles.other: the top level has no profile "other"`},
 		{"revision default profile", base + "revisions:\n  next:\n    defaultProfile: other\n",
 			`graft.yaml:5: revisions.next.defaultProfile: no profile "other"`},
-		{"revision profile field", base + "revisions:\n  next:\n    profiles:\n      enabled: {templates: [agent], podRevison: true}\n",
+		{"revision profile field", base + "revisions:\n  next:\n    profiles:\n      enabled: {templates: [otel-agent], podRevison: true}\n",
 			`graft.yaml:6: revisions.next.profiles.enabled: unknown field "podRevison" (did you mean "podRevision"?)`},
 		{"tag named like a revision", base + "tags:\n  default: {revision: default}\n",
 			`graft.yaml:4: tags.default: "default" is a revision: a tag needs a name of its own`},

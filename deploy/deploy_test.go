@@ -1,10 +1,10 @@
 package deploy
 
 import (
-	"reflect"
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"

@@ -132,7 +132,7 @@ func TestRevisionsExample(t *testing.T) {
 			images[ex.Result.Revision] = regexp.MustCompile(`envoyproxy/envoy:v[0-9.]+`).FindString(string(ex.Patch))
 		}
 	}
-	if images["2026-11"] != "envoyproxy/envoy:v1.32.3" || images["2026-12"] != "envoyproxy/envoy:v1.33.0" {
+	if images["2026-11"] != "envoyproxy/envoy:v1.39.0" || images["2026-12"] != "envoyproxy/envoy:v1.40.0" {
 		t.Errorf("proxies by revision: %v", images)
 	}
 }

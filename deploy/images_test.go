@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -35,14 +36,6 @@ var publishers = map[string]string{
 	"cr.fluentbit.io/fluent/fluent-bit":              "the Fluent Bit project",
 }
 
-// pendingIssue31 are the defaults issue 31 replaces (proxy-init becomes a
-// command of graft's own image; the agent fixture leaves the catalogue).
-// Each must still be found: remove an entry when its default goes.
-var pendingIssue31 = map[string]bool{
-	"ghcr.io/graftdev/proxy-init:1.0.0": true,
-	"ghcr.io/graftdev/agent:1.0.0":      true,
-}
-
 // userImage: the examples' own workloads name images under the reserved
 // .example domain, standing for the user's registry; they are not
 // defaults of graft's.
@@ -64,7 +57,10 @@ func repository(ref string) string {
 // (with its defaults, and with each enum and bool parameter at each of
 // its values), and every image named in deploy/ (manifests, profiles'
 // parameters, kustomizations' images, and the Helm chart as each of its
-// ci/ values renders it) is graft's own or a publisher's.
+// ci/ values renders it) is graft's own or a publisher's. Graft's own
+// image as a template's default (mesh-proxy's proxy-init) is the release
+// the chart installs, as TestImageNamesAgree holds deploy/ to it: a
+// template naming another would run a proxy-init of another release.
 func TestDefaultImagesArePublished(t *testing.T) {
 	found := map[string][]string{} // image -> where
 	add := func(image, where string) { found[image] = append(found[image], where) }
@@ -148,19 +144,38 @@ func TestDefaultImagesArePublished(t *testing.T) {
 	if len(found) == 0 {
 		t.Fatal("no image found: the walk is broken")
 	}
-	for image := range pendingIssue31 {
-		if _, ok := found[image]; !ok {
-			t.Errorf("%s is no longer a default: remove it from pendingIssue31", image)
-		}
+	own := graftimage.Repository + ":" + chartAppVersion(t)
+	if !slices.Contains(found[own], "template mesh-proxy") {
+		t.Errorf("template mesh-proxy (trafficRedirect init-container) does not run graft's %s as its proxy-init; it runs images %v", own, slices.Sorted(maps.Keys(found)))
 	}
 	for image, where := range found {
-		if placeholders[image] || userImage(image) || pendingIssue31[image] {
+		if placeholders[image] || userImage(image) {
 			continue
 		}
+		at := strings.Join(slices.Compact(where), ", ")
 		if _, ok := publishers[repository(image)]; !ok {
-			t.Errorf("%s (in %s) is neither graft's image nor a publisher's: %v", image, strings.Join(slices.Compact(where), ", "), publisherList())
+			t.Errorf("%s (in %s) is neither graft's image nor a publisher's: %v", image, at, publisherList())
+		}
+		if repository(image) == graftimage.Repository && image != own && slices.ContainsFunc(where, func(w string) bool { return strings.HasPrefix(w, "template ") }) {
+			t.Errorf("%s (in %s) is graft's image at another release than the chart's %s", image, at, own)
 		}
 	}
+}
+
+// chartAppVersion is the graft release the chart installs.
+func chartAppVersion(t *testing.T) string {
+	t.Helper()
+	chart, err := os.ReadFile(filepath.Join(chartDir, "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		AppVersion string `json:"appVersion"`
+	}
+	if err := yaml.Unmarshal(chart, &c); err != nil || c.AppVersion == "" {
+		t.Fatalf("Chart.yaml: appVersion %q, %v", c.AppVersion, err)
+	}
+	return c.AppVersion
 }
 
 // walkImages calls f with every string under a key "image" in doc, and
@@ -218,17 +233,7 @@ func TestImageNamesAgree(t *testing.T) {
 	if m == nil || string(m[1]) != graftimage.Repository {
 		t.Errorf("deploy.mk's IMAGE is %q, want graftimage.Repository %s", m, graftimage.Repository)
 	}
-	chart, err := os.ReadFile(filepath.Join(chartDir, "Chart.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c struct {
-		AppVersion string `json:"appVersion"`
-	}
-	if err := yaml.Unmarshal(chart, &c); err != nil || c.AppVersion == "" {
-		t.Fatalf("Chart.yaml: appVersion %q, %v", c.AppVersion, err)
-	}
-	want := graftimage.Repository + ":" + c.AppVersion
+	want := graftimage.Repository + ":" + chartAppVersion(t)
 	for _, dir := range []string{"base", "components/audit", "components/watchdog"} {
 		data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 		if err != nil {

@@ -1,9 +1,9 @@
 package deploy
 
 import (
-	"maps"
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -137,30 +137,6 @@ func admitPod(t *testing.T, engine *inject.Engine, profile, pod string) ([]byte,
 
 const appPod = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"apps"},` +
 	`"spec":{"containers":[{"name":"app","image":"app:1"}]}}`
-
-// statusV1 rewrites a Pod's graft.dev/status from the version 2 record
-// graft writes into version 1, which graft wrote before and which Pods
-// created then still carry.
-func statusV1(t *testing.T, p *corev1.Pod) {
-	t.Helper()
-	st, err := inject.ParseStatus(p.Annotations["graft.dev/status"])
-	if err != nil {
-		t.Fatalf("status: %v", err)
-	}
-	var v1 struct {
-		Templates      []string `json:"templates"`
-		Containers     []string `json:"containers,omitempty"`
-		InitContainers []string `json:"initContainers,omitempty"`
-		Volumes        []string `json:"volumes,omitempty"`
-	}
-	for _, ts := range st.Templates {
-		v1.Templates = append(v1.Templates, ts.Name)
-		v1.Containers = append(v1.Containers, ts.Containers...)
-		v1.InitContainers = append(v1.InitContainers, ts.InitContainers...)
-		v1.Volumes = append(v1.Volumes, ts.Volumes...)
-	}
-	p.Annotations["graft.dev/status"] = mustJSON(t, v1)
-}
 
 func mustJSON(t *testing.T, v any) string {
 	t.Helper()

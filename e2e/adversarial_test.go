@@ -36,8 +36,6 @@ type adversary struct {
 	profile           string
 	served, bypassed  string
 	webhookName       string
-	reinvocation      regv1.ReinvocationPolicyType
-	reviewVersions    []string
 	policyName        string
 	forgedStatus      string // a record graft wrote for a real Pod of the profile
 	forgedInjected    string

@@ -61,21 +61,29 @@ func Facts(tmpl *templates.Template) (TemplateFacts, error) {
 		base[prm.Name] = prm.Default
 	}
 	out := TemplateFacts{Containers: map[string]*ContainerFacts{}}
-	var rendered []map[string]string // per variant: container name -> image
-	for _, over := range variants(tmpl, base) {
+	vs := variants(tmpl, base)
+	rendered := make([]map[string]string, len(vs)) // per variant: container name -> image
+	for i, over := range vs {
 		images, err := containers(tmpl, over, &out)
 		if err != nil {
 			return TemplateFacts{}, err
 		}
-		rendered = append(rendered, images)
+		rendered[i] = images
 	}
-	for i := range tmpl.Params {
-		prm := &tmpl.Params[i]
-		if prm.Type != templates.TypeString && prm.Type != templates.TypeList {
-			continue
-		}
-		if err := probe(tmpl, prm, base, &out); err != nil {
-			return TemplateFacts{}, fmt.Errorf("template %s: %w", tmpl.Name, err)
+	// Each text parameter is probed in every variant, not only at the
+	// defaults: a container that only some values of the steering
+	// parameters add (mesh-proxy's proxy-init, with trafficRedirect:
+	// init-container) shows what its image follows only where it is
+	// rendered.
+	for i, over := range vs {
+		for j := range tmpl.Params {
+			prm := &tmpl.Params[j]
+			if prm.Type != templates.TypeString && prm.Type != templates.TypeList {
+				continue
+			}
+			if err := probe(tmpl, prm, over, rendered[i], &out); err != nil {
+				return TemplateFacts{}, fmt.Errorf("template %s: %w", tmpl.Name, err)
+			}
 		}
 	}
 	// Images equal to an image parameter's default are that parameter's:
@@ -136,17 +144,14 @@ func containers(tmpl *templates.Template, over map[string]string, out *TemplateF
 	return images, nil
 }
 
-// probe renders tmpl with two other values of prm (if a few candidates
-// pass its rules; none: it cannot vary, nothing to follow). A container
-// name neither the variants nor the other probe gave follows the value,
-// which the policy cannot know. One both probes give but the variants did
-// not is present for some values, and is added. An image that changes
-// with the value follows it.
-func probe(tmpl *templates.Template, prm *templates.Param, base map[string]string, out *TemplateFacts) error {
-	baseImages, err := containers(tmpl, base, &TemplateFacts{Containers: map[string]*ContainerFacts{}})
-	if err != nil {
-		return err
-	}
+// probe renders tmpl with base but two other values of prm (if a few
+// candidates pass its rules; none: it cannot vary, nothing to follow);
+// baseImages are base's containers' images. A container name neither the
+// variants nor the other probe gave follows the value, which the policy
+// cannot know. One both probes give but the variants did not is present
+// for some values, and is added. An image that changes with the value
+// follows it.
+func probe(tmpl *templates.Template, prm *templates.Param, base, baseImages map[string]string, out *TemplateFacts) error {
 	type probed struct {
 		value  string
 		images map[string]string

@@ -33,12 +33,15 @@ func TestFactsOfBuiltins(t *testing.T) {
 	want := map[string]*ContainerFacts{
 		// The image parameter's value, whatever it is.
 		"graft-proxy": {Kinds: []string{kindNative}, ImageParams: []string{"image"}},
-		// Only with trafficRedirect: init-container; its image is the
-		// template's own.
-		"graft-proxy-init": {Kinds: []string{kindInit}, Images: []string{"ghcr.io/graftdev/proxy-init:1.0.0"}},
+		// Only with trafficRedirect: init-container, which is where the
+		// facts see that its image is parameter proxyInitImage.
+		"graft-proxy-init": {Kinds: []string{kindInit}, ImageParams: []string{"proxyInitImage"}},
 	}
 	if !reflect.DeepEqual(f.Containers, want) {
 		t.Errorf("mesh-proxy: %s, want %s", mustJSONString(t, f.Containers), mustJSONString(t, want))
+	}
+	if got := f.ImageDefaults["proxyInitImage"]; got != defaultOf(mesh, "proxyInitImage") {
+		t.Errorf("mesh-proxy: proxyInitImage's default in the facts is %q, want the template's %q", got, defaultOf(mesh, "proxyInitImage"))
 	}
 	for _, name := range set.Names() {
 		tmpl, _ := set.Get(name)
@@ -56,8 +59,9 @@ func TestFactsOfBuiltins(t *testing.T) {
 }
 
 // TestFactsFollowParameters: a container present for some values only is
-// found; an image built from a parameter follows it; a container named
-// after a parameter a Pod may set cannot be checked and is refused.
+// found, and what its image follows is read where it is present; an image
+// built from a parameter follows it; a container named after a parameter
+// a Pod may set cannot be checked and is refused.
 func TestFactsFollowParameters(t *testing.T) {
 	const head = "name: t\ndescription: test\n"
 	f, err := Facts(mustTemplate(t, head+`parameters:
@@ -80,6 +84,29 @@ fragment: |
 	}
 	if cf := f.Containers["main"]; cf == nil || !cf.ImageFollows || len(cf.ImageParams) != 0 {
 		t.Errorf("main: %+v, want its image to follow tag", cf)
+	}
+	// A container only some values of an enum add, its image a
+	// parameter's: the probe sees it where it is rendered. An image chosen
+	// between a parameter and a fixed one by a bool is both.
+	f, err = Facts(mustTemplate(t, head+`parameters:
+  - {name: mode, type: enum, default: "off", values: ["off", "on"]}
+  - {name: pinned, type: bool, default: "false"}
+  - {name: initImage, type: string, format: image, default: registry.example/init:1}
+fragment: |
+  containers:
+    - name: main
+      image: registry.example/main:1
+  {{- if eq .mode "on" }}
+  initContainers:
+    - name: init
+      image: {{ if .pinned }}registry.example/pinned:1{{ else }}{{ .initImage | quote }}{{ end }}
+  {{- end }}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf, want := f.Containers["init"], (&ContainerFacts{Kinds: []string{kindInit}, Images: []string{"registry.example/pinned:1"}, ImageParams: []string{"initImage"}}); !reflect.DeepEqual(cf, want) {
+		t.Errorf("init: %s, want %s", mustJSONString(t, cf), mustJSONString(t, want))
 	}
 	_, err = Facts(mustTemplate(t, head+`parameters:
   - {name: suffix, type: string, default: "a", pattern: '^[a-z]+$'}

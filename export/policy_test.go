@@ -11,21 +11,19 @@ import (
 	regv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/fixture"
 	"github.com/graftdev/graft/templates"
 )
 
+// builtinSet is the built-in templates and the engine's fixtures (agent).
 func builtinSet(t *testing.T) *templates.Set {
 	t.Helper()
-	set, err := templates.Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return set
+	return fixture.Templates(t)
 }
 
 func TestExportWiring(t *testing.T) {
 	set := builtinSet(t)
-	cfg := inject.DefaultConfig()
+	cfg := fixture.Config()
 	cfg.Profiles["lenient"] = inject.Profile{Templates: []string{"agent"}, OnInvalidParams: inject.InvalidUseDefault}
 	cfg.Profiles["hostnet"] = inject.Profile{Templates: []string{"agent"}, InjectHostNetwork: true}
 	cfg.Profiles["keep"] = inject.Profile{Templates: []string{"agent"}, OnConflict: inject.ConflictKeep}

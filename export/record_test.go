@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/fixture"
 )
 
 // The policies read graft.dev/status with reRecord, reEntry and reAppText
@@ -75,7 +76,7 @@ func TestRecordExpressionsReadWhatGraftWrites(t *testing.T) {
 // profile's values, and one entry per combination of its enum and bool
 // parameters.
 func TestDigestTables(t *testing.T) {
-	cfg := inject.DefaultConfig()
+	cfg := fixture.Config()
 	for _, name := range []string{"mesh-proxy", "otel-agent", "agent"} {
 		p, err := newProfile(cfg, builtinSet(t), name)
 		if err != nil {

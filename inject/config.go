@@ -84,8 +84,9 @@ type Profile struct {
 	// it: the profile's value, else the template's default, holds. An
 	// annotation setting another value is answered per onInvalidParams.
 	// The built-in profiles lock what would let a Pod get out of its
-	// sidecars' reach: *.image, *.trafficRedirect, *.excludeInboundPorts,
-	// *.excludeOutboundPorts, *.endpoint, *.tls and *.address.
+	// sidecars' reach: *.image, *.proxyInitImage, *.trafficRedirect,
+	// *.excludeInboundPorts, *.excludeOutboundPorts, *.endpoint, *.tls
+	// and *.address.
 	LockedParams []string `json:"lockedParams,omitempty"`
 	// AllowedImages, when not empty, admit every image graft injects (the
 	// rendered containers' and init containers', whichever parameter or
@@ -138,8 +139,8 @@ type Config struct {
 
 // BuiltinLocks returns the parameters every built-in profile locks: what a
 // Pod author could otherwise use to get their app out of the sidecars'
-// reach. The image, so that no Pod swaps the sidecar that runs beside
-// it; the mesh proxy's trafficRedirect (none: nothing goes through the
+// reach. The images, so that no Pod swaps the sidecar that runs beside
+// it, nor what the redirection runs as root with NET_ADMIN; the mesh proxy's trafficRedirect (none: nothing goes through the
 // proxy) and its excluded ports (traffic on them bypasses it); where the
 // agents send what they collect and how (the telemetry and log
 // endpoints, the telemetry agent's tls), and the Vault server the
@@ -147,7 +148,7 @@ type Config struct {
 // The rest (resources, log levels, the Vault role and paths, ...) is the
 // app's to tune.
 func BuiltinLocks() []string {
-	return []string{"*.image", "*.trafficRedirect", "*.excludeInboundPorts", "*.excludeOutboundPorts",
+	return []string{"*.image", "*.proxyInitImage", "*.trafficRedirect", "*.excludeInboundPorts", "*.excludeOutboundPorts",
 		"*.endpoint", "*.tls", "*.address"}
 }
 
@@ -279,7 +280,6 @@ func DefaultConfig() Config {
 				AllowedTemplates: []string{"mesh-proxy", "secrets-agent", "otel-agent", "log-shipper"},
 				LockedParams:     BuiltinLocks(),
 			},
-			"agent":         only("agent"),
 			"mesh-proxy":    only("mesh-proxy"),
 			"log-shipper":   only("log-shipper"),
 			"otel-agent":    only("otel-agent"),

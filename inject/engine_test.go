@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/graftdev/graft/bench/corpus"
-	"github.com/graftdev/graft/templates"
 )
 
 func TestAdmitRejectsMalformed(t *testing.T) {
@@ -52,10 +51,7 @@ func TestAdmitUnknownProfile(t *testing.T) {
 }
 
 func TestNewValidatesConfig(t *testing.T) {
-	set, err := templates.Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := testTemplates(t)
 	tests := []struct {
 		name string
 		cfg  Config

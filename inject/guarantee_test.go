@@ -17,12 +17,15 @@ import (
 // Pod; a record proves nothing; collisions are checked with or without
 // one; keys in graft's domains are graft's.
 
-// guaranteeConfig is the shipped configuration plus a keep profile.
+// guaranteeConfig is the shipped configuration plus a keep profile, and
+// a profile of the agent fixture (no longer shipped; some cases below use
+// its sidecar, mount and volume), locked as the shipped profiles are.
 func guaranteeConfig() Config {
 	cfg := DefaultConfig()
 	p := cfg.Profiles["enabled"]
 	p.OnConflict = ConflictKeep
 	cfg.Profiles["enabled-keep"] = p
+	cfg.Profiles["agent"] = Profile{Templates: []string{"agent"}, LockedParams: BuiltinLocks()}
 	return cfg
 }
 

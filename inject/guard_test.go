@@ -5,8 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
-	"github.com/graftdev/graft/templates"
 )
 
 // guardConfig has a profile that locks the agent's image and log level,
@@ -93,10 +91,7 @@ func TestLockedParamsAndAllowedImages(t *testing.T) {
 }
 
 func TestGuardsValidateConfig(t *testing.T) {
-	set, err := templates.Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := testTemplates(t)
 	profile := func(p Profile) Config {
 		if p.Templates == nil {
 			p.Templates = []string{"agent"}

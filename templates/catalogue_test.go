@@ -165,7 +165,6 @@ func TestCatalogueThroughEngine(t *testing.T) {
 			}
 		}},
 		{profile: "mesh-proxy", inits: []string{"graft-proxy", "migrate"}},
-		{profile: "agent", inits: []string{"graft-agent", "migrate"}},
 		{profile: "log-shipper", inits: []string{"graft-log-shipper", "migrate"}, check: func(t *testing.T, p *corev1.Pod) {
 			for _, c := range p.Spec.Containers {
 				if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/var/log/app" || c.VolumeMounts[0].ReadOnly {
@@ -232,15 +231,10 @@ func TestCatalogueThroughEngine(t *testing.T) {
 			check: func(t *testing.T, p *corev1.Pod) {
 				c := p.Spec.InitContainers[0]
 				if c.RestartPolicy != nil || c.SecurityContext == nil || c.SecurityContext.Capabilities == nil ||
-					!slices.Contains(c.SecurityContext.Capabilities.Add, "NET_ADMIN") || !slices.Contains(c.SecurityContext.Capabilities.Add, "NET_RAW") {
-					t.Errorf("redirect init container %+v, want an ordinary init container with NET_ADMIN and NET_RAW", c)
+					!slices.Equal(c.SecurityContext.Capabilities.Add, []corev1.Capability{"NET_ADMIN"}) {
+					t.Errorf("redirect init container %+v, want an ordinary init container with NET_ADMIN alone", c)
 				}
 			},
-		},
-		{
-			profile:     "enabled",
-			annotations: map[string]string{"graft.dev/templates": "agent"},
-			deny:        `annotation graft.dev/templates="agent": template "agent" is not allowed here`,
 		},
 		{
 			profile: "mesh-proxy",

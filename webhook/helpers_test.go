@@ -19,7 +19,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/graftdev/graft/config"
+	"github.com/graftdev/graft/internal/fixture"
 	"github.com/graftdev/graft/webhook/certgen"
 )
 
@@ -67,6 +70,15 @@ func startServer(t *testing.T, setup serverSetup) *testServer {
 	}
 	ts.caPool.AppendCertsFromPEM(bundle.CACert)
 	var configPath string
+	if setup.configYAML == "" {
+		// The built-in profiles and the engine fixture's (agent), which
+		// most tests post to.
+		y, err := yaml.Marshal(fixture.Config())
+		if err != nil {
+			t.Fatal(err)
+		}
+		setup.configYAML = string(y)
+	}
 	if setup.configYAML != "" {
 		configPath = filepath.Join(dir, "config", "graft.yaml")
 		writeFile(t, configPath, setup.configYAML)
@@ -82,6 +94,8 @@ func startServer(t *testing.T, setup serverSetup) *testServer {
 			s.TLSCert, s.TLSKey = filepath.Join(certDir, certgen.CertFile), filepath.Join(certDir, certgen.KeyFile)
 			// Tests that are not about the drain should not wait for it.
 			s.DrainDelay = config.Duration{Duration: time.Millisecond}
+			// The engine's fixture templates beside the built-in ones.
+			s.TemplatesDir = fixture.Dir()
 			if setup.override != nil {
 				setup.override(s)
 			}

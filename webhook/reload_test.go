@@ -10,12 +10,13 @@ import (
 
 	"github.com/graftdev/graft/bench/corpus"
 	"github.com/graftdev/graft/config"
+	"github.com/graftdev/graft/internal/fixture"
 )
 
-// extraTemplate is the built-in agent renamed, with its image as given.
+// extraTemplate is the engine's agent fixture renamed, with its image as given.
 func extraTemplate(t *testing.T, image string) string {
 	t.Helper()
-	src, err := os.ReadFile("../templates/builtin/agent.yaml")
+	src, err := os.ReadFile(filepath.Join(fixture.Dir(), "agent.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +28,7 @@ func extraTemplate(t *testing.T, image string) string {
 const extraConfig = `
 defaultProfile: enabled
 profiles:
-  enabled: {templates: [agent]}
+  enabled: {templates: [otel-agent]}
   extra: {templates: [extra]}
 `
 
@@ -89,14 +90,14 @@ func servesImage(t *testing.T, ts *testServer, image string) bool {
 // TestConfigReload: profiles change with the config file; an invalid file
 // is rejected and the previous profiles serve on.
 func TestConfigReload(t *testing.T) {
-	ts := startServer(t, serverSetup{configYAML: "profiles:\n  enabled: {templates: [agent]}\n"})
+	ts := startServer(t, serverSetup{configYAML: "profiles:\n  enabled: {templates: [otel-agent]}\n"})
 	review := corpus.Review(corpus.Small)
 	path := ts.opts.ConfigPath
 	if code, _ := ts.post(t, "/inject/late", review); code != http.StatusNotFound {
 		t.Fatalf("profile late before it exists: %d", code)
 	}
 
-	writeFile(t, path, "profiles:\n  enabled: {templates: [agent]}\n  late: {templates: [agent], failureMode: deny}\nserver:\n  budget: 150ms\n")
+	writeFile(t, path, "profiles:\n  enabled: {templates: [otel-agent]}\n  late: {templates: [otel-agent], failureMode: deny}\nserver:\n  budget: 150ms\n")
 	if err := waitEvent(t, ts.reloads, "config"); err != nil {
 		t.Fatalf("valid config rejected: %v", err)
 	}
@@ -108,10 +109,10 @@ func TestConfigReload(t *testing.T) {
 	}
 
 	for _, bad := range []string{
-		"profiles:\n  enabled: {templates: [agent], bogus: 1}\n",                // unknown field
-		"profiles:\n  enabled: {templates: [nonexistent]}\n",                    // unknown template
-		"defaultProfile: missing\nprofiles:\n  enabled: {templates: [agent]}\n", // bad default
-		"server:\n  tlsMinVersion: \"1.1\"\n",                                   // bad setting
+		"profiles:\n  enabled: {templates: [otel-agent], bogus: 1}\n",                // unknown field
+		"profiles:\n  enabled: {templates: [nonexistent]}\n",                         // unknown template
+		"defaultProfile: missing\nprofiles:\n  enabled: {templates: [otel-agent]}\n", // bad default
+		"server:\n  tlsMinVersion: \"1.1\"\n",                                        // bad setting
 	} {
 		writeFile(t, path, bad)
 		if err := waitEvent(t, ts.reloads, "config"); err == nil {
@@ -128,7 +129,7 @@ func TestConfigReload(t *testing.T) {
 // state is refused, counted and logged, and the running configuration
 // keeps serving until the whole file is there.
 func TestConfigReloadRewrittenInPlace(t *testing.T) {
-	const full = "profiles:\n  enabled: {templates: [agent]}\n  late: {templates: [agent], failureMode: deny}\n"
+	const full = "profiles:\n  enabled: {templates: [otel-agent]}\n  late: {templates: [otel-agent], failureMode: deny}\n"
 	ts := startServer(t, serverSetup{configYAML: full})
 	review := corpus.Review(corpus.Small)
 	path := ts.opts.ConfigPath

@@ -73,7 +73,7 @@ func TestReloadRefusesWhatLintRefuses(t *testing.T) {
 	// The profiles use built-in templates only, so every set is about
 	// lint alone, not about a profile losing its template.
 	ts := startServer(t, serverSetup{
-		configYAML: "profiles:\n  enabled: {templates: [agent]}\n",
+		configYAML: "profiles:\n  enabled: {templates: [otel-agent]}\n",
 		override:   func(s *config.Server) { s.TemplatesDir = dir },
 	})
 	review := corpus.Review(corpus.Small)

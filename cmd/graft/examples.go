@@ -65,7 +65,7 @@ const renderExample = `  # The fragment the built-in mesh-proxy template renders
   graft render mesh-proxy --set cpuRequest=200m
 
   # A template of an overlay directory, as JSON
-  graft render agent --templates-dir ./templates -o json`
+  graft render otel-agent --templates-dir ./templates -o json`
 
 const templatesExample = `  graft templates list
   graft templates lint ./my-templates

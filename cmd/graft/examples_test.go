@@ -122,6 +122,10 @@ func exampleNotRun(c *cobra.Command, words []string) string {
 		return "reads a cluster"
 	case "probe":
 		return "needs a graft serving"
+	case "proxy-init":
+		// Run as root here, it would redirect this machine's own TCP
+		// traffic; internal/redirect tests it in a namespace of its own.
+		return "programs the network namespace it runs in"
 	case "explain":
 		if _, _, ok := live.ParseRef(words[len(words)-1]); ok || slices.ContainsFunc(words, func(w string) bool { return strings.Contains(w, "/") && !strings.Contains(w, ".") }) {
 			return "reads a cluster"

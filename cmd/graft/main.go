@@ -3,7 +3,9 @@
 // holds those several share. The work is done by the packages they wire
 // up: webhook (serve), internal/offline and internal/manifest (inject,
 // explain, uninject, render), internal/live (audit, explain KIND/NAME),
-// export, internal/registration (webhooks) and webhook/certgen (certs).
+// export, internal/registration (webhooks), webhook/certgen (certs) and
+// internal/redirect (proxy-init, and the CNI plugin the binary is when
+// installed as graft-cni).
 package main
 
 import (
@@ -11,9 +13,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/graftdev/graft/internal/redirect/cni"
 )
 
 // Release builds stamp these with -ldflags "-X main.version=..." (and
@@ -22,6 +27,13 @@ import (
 var version, revision, buildTime string
 
 func main() {
+	// Installed in a node's CNI bin directory under the plugin's name, the
+	// binary is graft's CNI plugin: the runtime runs it with no arguments,
+	// the command in CNI_COMMAND and the configuration on stdin.
+	if filepath.Base(os.Args[0]) == cni.PluginType {
+		cni.Main()
+		return
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -85,6 +97,7 @@ func newRootCmd() *cobra.Command {
 		newWebhooksCmd(),
 		newGuaranteeCmd(),
 		newProbeCmd(),
+		newProxyInitCmd(),
 		newVersionCmd(),
 	)
 	return root

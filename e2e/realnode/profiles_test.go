@@ -46,11 +46,6 @@ func shippedProfiles(t *testing.T, c *realcluster.Cluster) ([]string, map[string
 	return out, tpls
 }
 
-// pendingIssue31 are built-in templates whose default image nobody
-// builds, which issue 31 takes out of the catalogue: their profiles are
-// skipped until then, and the entry must go once the template has.
-var pendingIssue31 = map[string]bool{"agent": true}
-
 // startupCheck is what an app container may rely on when it starts, by
 // a native sidecar's startup probe: the kubelet starts the app only once
 // the probe passed.
@@ -133,17 +128,18 @@ func TestRealProfilesRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for tpl := range pendingIssue31 {
-		if _, ok := defaults[tpl]; !ok {
-			t.Errorf("template %s is no longer built in: remove it from pendingIssue31", tpl)
-		}
-	}
 	profiles, templatesOf := shippedProfiles(t, c)
 	for _, profile := range profiles {
 		t.Run(profile, func(t *testing.T) {
+			// Every profile runs: each template it injects is built in and
+			// its default image is one the nodes have.
 			for _, tpl := range templatesOf[profile] {
-				if pendingIssue31[tpl] {
-					t.Skipf("template %s runs %s, which nothing builds (issue 31 takes it out of the catalogue)", tpl, defaults[tpl])
+				image, ok := defaults[tpl]
+				if !ok {
+					t.Fatalf("template %s is not built in", tpl)
+				}
+				if _, ok := c.Images[image]; !ok {
+					t.Fatalf("template %s runs %s, which the harness builds no image for", tpl, image)
 				}
 			}
 			ns := profileNamespace(t, c, "real-p-"+dnsName(profile), profile)

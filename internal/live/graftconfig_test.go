@@ -127,9 +127,9 @@ func TestGraftConfig(t *testing.T) {
 			objects: append(shippedObjects(t), edit(t, "graft-system", "graft-b", func(d *appsv1.Deployment) {
 				d.Labels = nil
 				d.Spec.Template.Spec.Volumes[0].ConfigMap.Name = "b-config"
-			}), configMap("graft-system", "b-config", map[string]string{"config.yaml": "defaultProfile: b-only\nprofiles:\n  b-only:\n    templates: [agent]\n"})),
+			}), configMap("graft-system", "b-config", map[string]string{"config.yaml": "defaultProfile: b-only\nprofiles:\n  b-only:\n    templates: [otel-agent]\n"})),
 			source:  "ConfigMap graft-system/b-config key config.yaml with the templates of ConfigMap graft-system/graft-templates, mounted by Deployment graft-system/graft-b",
-			profile: "b-only", template: "agent"},
+			profile: "b-only", template: "otel-agent"},
 		{name: "a named one that is not there", install: Install{Deployment: "nope"}, objects: shippedObjects(t),
 			err: `graft's Deployment graft-system/nope: deployments.apps "nope" not found`},
 		{name: "no --config: built-in profiles, mounted templates",

@@ -78,7 +78,9 @@ const (
 	// with the profile they were compiled from.
 	ExportProfile = "export.graft.dev/profile"
 	// RedirectPrefix starts the annotations the mesh-proxy template writes
-	// for the mesh CNI plugin (redirect.graft.dev/mode, ...).
+	// (trafficRedirect: cni) for graft's CNI plugin, graft-cni, which
+	// redirects the Pod's traffic as they say (redirect.graft.dev/mode,
+	// ...).
 	RedirectPrefix = "redirect.graft.dev/"
 )
 
@@ -163,7 +165,7 @@ func All() []Name {
 		{Prefix + "<template>.<param>", AnnotationPrefix, "Pod", "users",
 			"Sets one template parameter on one Pod, validated by the template; locked parameters refuse it."},
 		{RedirectPrefix, AnnotationPrefix, "Pod", "graft",
-			"Written by the mesh-proxy template (trafficRedirect: cni) for the mesh CNI plugin."},
+			"Written by the mesh-proxy template (trafficRedirect: cni) for graft's CNI plugin, graft-cni, which redirects the Pod's traffic as they say (docs/concepts/mesh-traffic.md)."},
 		{ExportProfile, Label, "admission policies", "graft",
 			"The profile an exported MutatingAdmissionPolicy was compiled from."},
 	}

@@ -319,60 +319,6 @@ func literalChains(line string) [][]tmplPart {
 	return out
 }
 
-// ternaryBranch returns the message of a "condition ? message :" line:
-// what follows its first ? outside literals and parentheses, without the
-// trailing " :".
-func ternaryBranch(line string) (string, bool) {
-	top := topLevel(line)
-	for i := range line {
-		if top[i] && line[i] == '?' {
-			return strings.TrimSuffix(strings.TrimSpace(line[i+1:]), " :"), true
-		}
-	}
-	return "", false
-}
-
-// topLevel reports, per byte of a CEL expression, whether it is outside
-// string literals and brackets.
-func topLevel(s string) []bool {
-	out := make([]bool, len(s))
-	var quote byte
-	depth := 0
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case quote != 0 && c == '\\':
-			i++
-		case quote != 0 && c == quote:
-			quote = 0
-		case quote != 0:
-		case c == '\'' || c == '"':
-			quote = c
-		case c == '(' || c == '[' || c == '{':
-			depth++
-		case c == ')' || c == ']' || c == '}':
-			depth--
-		default:
-			out[i] = depth == 0
-		}
-	}
-	return out
-}
-
-// splitPlus splits a CEL expression at the + outside string literals and
-// brackets.
-func splitPlus(s string) []string {
-	top := topLevel(s)
-	var out []string
-	start := 0
-	for i := range s {
-		if top[i] && s[i] == '+' {
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	return append(out, s[start:])
-}
-
 // matcher decides whether a text is an instance of a template.
 type matcher struct {
 	templates []msgTemplate

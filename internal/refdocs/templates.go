@@ -70,7 +70,9 @@ func templatesReference(root string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	example, err := os.ReadFile(filepath.Join(root, "templates", "builtin", "agent.yaml"))
+	// The engine's fixture template: a parameter of every type, in a small
+	// fragment.
+	example, err := os.ReadFile(filepath.Join(root, "inject", "testdata", "templates", "agent.yaml"))
 	if err != nil {
 		return nil, fmt.Errorf("refdocs: %w", err)
 	}
@@ -87,7 +89,7 @@ func templatesReference(root string) ([]byte, error) {
 		"rendered with the defaults. `graft templates lint DIR` also renders every\n" +
 		"parameter at its bounds and checks the result against the rules the API server\n" +
 		"applies to a Pod; `graft render NAME` shows what a template renders.\n\n" +
-		"A built-in template as an example:\n\n")
+		"An example, the template the engine's tests use (a parameter of every type):\n\n")
 	fence(&out, "yaml", example)
 	writeSections(&out, tmpl, "##", "Template keys")
 	out.WriteString("\nA Pod sets parameter `P` of template `T` with the annotation `graft.dev/T.P`; a\n" +

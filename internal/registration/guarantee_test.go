@@ -1,6 +1,7 @@
 package registration
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -416,4 +417,35 @@ func TestGuaranteeFollowsProfiles(t *testing.T) {
 	wantDenied(t, "a hostNetwork Pod, another hostPort", r.check(t, edit(hostNetPod, "graft-proxy", func(_ *corev1.Pod, c *corev1.Container) {
 		c.Ports[0].HostPort = 80
 	}), "hostnet", ""), "field ports")
+}
+
+// TestGuaranteeFollowsProxyInitImage: a profile running proxy-init from
+// its own registry (parameter proxyInitImage, a container only
+// trafficRedirect: init-container adds) gets graft's Pods through its
+// guarantee, and a proxy-init running another image, the template's
+// default included, is refused.
+func TestGuaranteeFollowsProxyInitImage(t *testing.T) {
+	const mirror = "mirror.example/graft:v0.1.0"
+	r := newRig(t, `
+defaultProfile: mirror
+profiles:
+  mirror:
+    templates: [mesh-proxy]
+    params: {mesh-proxy: {trafficRedirect: init-container, proxyInitImage: "`+mirror+`"}}
+    lockedParams: ["*.image", "*.proxyInitImage"]
+    podSecurity: {maxLevel: privileged}
+`)
+	injected := r.admit(t, appPod(), "mirror", "")
+	i := slices.IndexFunc(injected.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == "graft-proxy-init" })
+	if i < 0 || injected.Spec.InitContainers[i].Image != mirror {
+		t.Fatalf("graft's Pod: init containers %+v, want graft-proxy-init running %s", injected.Spec.InitContainers, mirror)
+	}
+	if v := r.check(t, injected, "mirror", ""); v.Denied != "" {
+		t.Errorf("graft's Pod, proxy-init from the profile's image: denied %q", v.Denied)
+	}
+	for _, image := range []string{"ghcr.io/graftdev/graft:v0.1.0", "evil.example/graft:v0.1.0"} {
+		other := edit(injected, "graft-proxy-init", func(_ *corev1.Pod, c *corev1.Container) { c.Image = image })
+		wantDenied(t, "proxy-init running "+image, r.check(t, other, "mirror", ""),
+			"init container graft-proxy-init is not graft's: field image")
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/fixture"
 	"github.com/graftdev/graft/internal/guaranteecorpus"
 	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/internal/vapeval"
@@ -38,7 +39,9 @@ func newRig(t *testing.T, data string) *rig {
 		return r.(*rig)
 	}
 	f := parse(t, data)
-	rc, err := f.RevisionsConfig("")
+	// The built-in templates and the engine's fixtures (agent, a
+	// parameter of every type).
+	rc, err := f.RevisionsConfig(fixture.Dir())
 	if err != nil {
 		t.Fatal(err)
 	}
