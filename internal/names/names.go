@@ -20,8 +20,8 @@ const Domain = "graft.dev"
 // Reserved reports whether a label or annotation key is in graft's
 // domains: its prefix (before the "/") is Domain or ends in "."+Domain,
 // in any case. A Pod may set only the per-Pod ones: Templates,
-// parameter annotations, Inject: "false" and, where its profile allows,
-// Revision (docs/concepts/guarantee.md).
+// parameter annotations, the label Inject and, where its profile allows,
+// the label Revision (docs/concepts/guarantee.md).
 func Reserved(key string) bool {
 	prefix, _, ok := strings.Cut(key, "/")
 	if !ok || len(prefix) < len(Domain) {
