@@ -199,8 +199,9 @@ func conflictVars(inits, containers, volumes, env, mounts string, names inject.S
 		`.map(e, {"t": dyn(t), "k": dyn("mount"), "c": dyn(c.name), "n": dyn(m.name), "m": dyn(m.mountPath), "g": dyn(e.n)})).flatten()).flatten())`
 	// Objects of a name another template of the set renders, which the
 	// Pod's templates do not (inject/own.go, notPlanned), each under the
-	// first template rendering it; the webhook upgrades a stale record
-	// before judging, and the policies refuse such records anyway.
+	// first template rendering it; the webhook judges nothing for a Pod
+	// that gets no template, upgrades a stale record before judging, and
+	// the policies refuse such records anyway.
 	ctrOf, volOf := "variables.sidecarTemplate", "variables.volumeTemplate"
 	foreign := func(list, object, of, ours string) string {
 		return "object.spec.?" + list + ".orValue([]).filter(o, o.name in " + of + " && !(" + ours + ").exists(e, e.n == o.name))" +
@@ -214,7 +215,7 @@ func conflictVars(inits, containers, volumes, env, mounts string, names inject.S
 		{"named", "variables.templates.map(t, " + ofTemplate("initContainers", "init container", ours, "ownedC") + " + " +
 			ofTemplate("containers", "container", ours, "ownedC") + " + " + ofTemplate("volumes", "volume", volumes, "ownedV") + " + " +
 			collisions + ").flatten()"},
-		{"foreign", "size(variables.recStale) > 0 ? [] : " + foreign("initContainers", "init container", ctrOf, ours) + " + " +
+		{"foreign", "size(variables.templates) == 0 || size(variables.recStale) > 0 ? [] : " + foreign("initContainers", "init container", ctrOf, ours) + " + " +
 			foreign("containers", "container", ctrOf, ours) + " + " + foreign("volumes", "volume", volOf, volumes)},
 		{"conflicts", "variables.named + variables.foreign"},
 		{"kept", "variables.templates.filter(t, !variables.named.exists(c, c.t == t))"},
