@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -189,11 +190,22 @@ func (f *exportFixture) requireSame(t *testing.T, pair exportPair, p *corev1.Pod
 	if pol.pod != nil {
 		polPod = comparable(pol.pod)
 	}
-	if d := cmp.Diff(whPod, polPod); d != "" || wh.refuse != pol.refuse {
+	if d := cmp.Diff(whPod, polPod); d != "" || withoutOwnershipDetail(wh.refuse) != pol.refuse {
 		t.Fatalf("profile %s: the policies and the webhook disagree on %s\nwebhook refusal: %q\npolicy refusal:  %q\n(-webhook +policy):\n%s",
 			pair.profile, in, wh.refuse, pol.refuse, d)
 	}
 	return wh, false
+}
+
+// ownershipDetail is the webhook's account of why an object named like a
+// sidecar is not graft's (": its image differs from template agent's"):
+// it compares the object with its render, which the exported policies do
+// not do (docs/tasks/export.md, "Known differences"), so their message
+// stops at "which graft did not inject". The rest must be the same.
+var ownershipDetail = regexp.MustCompile(`(, which graft did not inject): [^;]+(; rename it, or set onConflict: keep in profile )`)
+
+func withoutOwnershipDetail(msg string) string {
+	return ownershipDetail.ReplaceAllString(msg, "$1$2")
 }
 
 // TestExportGoldenEquivalence: every Pod CREATE of the engine's golden
@@ -244,6 +256,19 @@ func TestExportGoldenEquivalence(t *testing.T) {
 				t.Skip("decided by graft's webhook only: " + why + " (docs/concepts/pod-security.md)")
 			}
 			p.Name = "golden-" + name
+			if refusal, ok := refusedInACluster[name]; ok {
+				// The webhook refuses its own sidecar after the
+				// ServiceAccount plugin's re-run mounted the Pod's
+				// emptyDir kube-api-access-x into it (golden_test.go);
+				// the policies, which do not compare the sidecar with
+				// its render, inject the Pod.
+				pair := f.pairs[profile]
+				wh, pol := dryRun(t.Context(), pair.webhookNS, &p), dryRun(t.Context(), pair.policy, &p)
+				if !strings.Contains(wh.refuse, refusal) || pol.refuse != "" || pol.pod == nil || pol.pod.Annotations[names.Status] == "" {
+					t.Fatalf("webhook refusal %q, want %q; policy refusal %q, want it injected", wh.refuse, refusal, pol.refuse)
+				}
+				return
+			}
 			out, policyOnly := f.requireSame(t, f.pairs[profile], &p)
 			t.Logf("profile %s: refused=%t, refused by the policies only=%t", profile, out.refuse != "", policyOnly)
 		})

@@ -51,6 +51,13 @@ func suiteConfig() (inject.Config, error) {
 		return inject.Config{}, fmt.Errorf("built-in templates: %w", err)
 	}
 	cfg := inject.DefaultConfig()
+	// As in goldenConfig: the corpus sets parameters the shipped profiles
+	// lock beyond images, so here they lock images only (the shipped
+	// locks are held by inject/guard_test.go and deploy/locks_test.go).
+	for name, p := range cfg.Profiles {
+		p.LockedParams = []string{"*.image"}
+		cfg.Profiles[name] = p
+	}
 	cfg.DefaultProfile = "agent"
 	cfg.Profiles["agent"] = inject.Profile{Templates: []string{"agent"}}
 	cfg.Profiles["lenient"] = inject.Profile{Templates: []string{"agent"}, OnInvalidParams: inject.InvalidUseDefault}

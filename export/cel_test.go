@@ -10,7 +10,7 @@ import (
 )
 
 // TestExpressionsParse: every CEL expression of every built-in profile's
-// policies parses, as kube-apiserver would when they are created (the
+// policies, under either onConflict, parses, as kube-apiserver would when they are created (the
 // e2e suite creates them; this catches a broken string literal without a
 // cluster).
 func TestExpressionsParse(t *testing.T) {
@@ -23,6 +23,12 @@ func TestExpressionsParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := inject.DefaultConfig()
+	// Each profile under onConflict: keep too, whose status writes the
+	// kept list.
+	for name, p := range cfg.Profiles {
+		p.OnConflict = inject.ConflictKeep
+		cfg.Profiles[name+"-keep"] = p
+	}
 	for name := range cfg.Profiles {
 		out, err := Export(cfg, set, name)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	graftnames "github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -12,8 +13,10 @@ import (
 // labels), a policy variable listing the entries of the templates the Pod
 // gets, in template order, each a map: "n" the name, "v" the value, "p"
 // the placement (init containers), "m" the mount path (app volume mounts);
-// for metadata "k" the key, "pk" the key as a JSON Pointer token, "v";
-// every entry "t", the template that adds it.
+// for metadata "k" the key, "pk" the key as a JSON Pointer token, "v",
+// "r" "true" when the key is in graft's domains (names.Reserved: graft's
+// value replaces the Pod's), else "false" (a map literal's values share a
+// type); every entry "t", the template that adds it.
 
 // celVar is a policy variable.
 type celVar struct{ name, expr string }
@@ -163,7 +166,8 @@ func (p *profile) metaEntries(tn string, labels bool) string {
 	}
 	names := paramVars{tmpl: tn}
 	return entryList(c, c.mergeEntries(get), func(a alternative, key string) string {
-		return `{"k": ` + celString(key) + `, "pk": ` + celString(pointerToken(key)) + `, "t": ` + celString(tn) + `, "v": ` + celNode(a.val, names) + "}"
+		return `{"k": ` + celString(key) + `, "pk": ` + celString(pointerToken(key)) + `, "t": ` + celString(tn) + `, "v": ` + celNode(a.val, names) +
+			`, "r": "` + strconv.FormatBool(graftnames.Reserved(key)) + `"}`
 	})
 }
 

@@ -327,6 +327,7 @@ func appendNew(l []string, v string) []string {
 	return append(l, v)
 }
 
+// union is a, then the elements of b that a lacks, in order.
 func union(a, b []string) []string {
 	out := slices.Clone(a)
 	for _, v := range b {

@@ -45,11 +45,15 @@ type rendered struct {
 type fastPath struct {
 	revision string
 	tmpl     []rendered
+	// sidecars and volumes are the names every template of the set
+	// renders: a Pod holding one is for the general path, which judges it.
+	sidecars, volumes []string
 }
 
 // fastPath returns nil for a profile without templates.
 func (p *profile) fastPath() (*fastPath, error) {
-	f := &fastPath{revision: p.revision}
+	f := &fastPath{revision: p.revision,
+		sidecars: slices.Sorted(maps.Keys(p.names.Containers)), volumes: slices.Sorted(maps.Keys(p.names.Volumes))}
 	for _, tn := range p.cfg.Templates {
 		if slices.ContainsFunc(f.tmpl, func(r rendered) bool { return r.name == tn }) {
 			continue // the selection is distinct
@@ -123,12 +127,12 @@ func (f *fastPath) guard() string {
 	terms := []string{"!" + podAnnotations + ".exists(k, " + annotation + ")"}
 	labels := append(kvKeys(collect(f, func(fr *templates.Fragment) []templates.KV { return fr.Labels })), names.Injected)
 	terms = append(terms, "!"+podLabels+".exists(k, k in "+celList(labels)+")")
-	if owned := f.owned(); len(owned) > 0 {
+	if owned := union(f.owned(), f.sidecars); len(owned) > 0 {
 		terms = append(terms,
 			"!"+podInits+".exists(c, c.name in "+celList(owned)+")",
 			"!"+podContainers+".exists(c, c.name in "+celList(owned)+")")
 	}
-	if v := f.names(volumesOf); len(v) > 0 {
+	if v := union(f.names(volumesOf), f.volumes); len(v) > 0 {
 		terms = append(terms, "!"+podVolumes+".exists(v, v.name in "+celList(v)+")")
 	}
 	if s := f.names(secretsOf); len(s) > 0 {

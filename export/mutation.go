@@ -100,7 +100,7 @@ func (p *profile) scopeVars(prefix string, namesOnly bool) ([]celVar, error) {
 	vars = append(vars, lists...)
 	l := "variables." + prefix
 	return append(vars, conflictVars(l+listVars[listInits], l+listVars[listContainers], l+listVars[listVolumes],
-		l+listVars[listEnv], l+listVars[listMounts])...), nil
+		l+listVars[listEnv], l+listVars[listMounts], p.names)...), nil
 }
 
 // mutationVars are the MutatingAdmissionPolicy's variables.

@@ -35,6 +35,9 @@ type profile struct {
 	// sidecars are the containers the profile may inject, as graft's
 	// guarantee checks them.
 	sidecars map[string]Sidecar
+	// names are the sidecar names every template of the set renders: an
+	// object of such a name the profile does not inject is a conflict.
+	names inject.Sidecars
 }
 
 func newProfile(cfg inject.Config, set *templates.Set, name string) (*profile, error) {
@@ -57,6 +60,7 @@ func newProfile(cfg inject.Config, set *templates.Set, name string) (*profile, e
 	if p.sidecars, err = ProfileSidecars(cfg, set, name); err != nil {
 		return nil, err
 	}
+	p.names = inject.TemplateSidecars(set)
 	p.allowed = pc.AllowedTemplates
 	if len(p.allowed) == 0 {
 		p.allowed = pc.Templates

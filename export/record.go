@@ -25,7 +25,8 @@ const (
 	reList    = `\[` + reName + `(,` + reName + `)*\]`
 	reApp     = reName + `:\{("env":` + reList + `(,"volumeMounts":` + reList + `)?|"volumeMounts":` + reList + `)\}`
 	reEntry   = `\{"name":` + reName + `,"revision":` + reName + `,"digest":` + reName + `(,"initContainers":` + reList + `)?(,"containers":` + reList + `)?(,"volumes":` + reList + `)?(,"imagePullSecrets":` + reList + `)?(,"annotations":` + reList + `)?(,"labels":` + reList + `)?(,"appContainers":\{` + reApp + `(,` + reApp + `)*\})?` + rePodRes + `?\}`
-	reRecord  = `^\{"version":2(,"injected":` + reList + `)?(,"templates":\[` + reEntry + `(,` + reEntry + `)*\])?\}$`
+	reKept    = `\{"name":` + reName + `(,"initContainers":` + reList + `)?(,"containers":` + reList + `)?(,"volumes":` + reList + `)?\}`
+	reRecord  = `^\{"version":2(,"injected":` + reList + `)?(,"templates":\[` + reEntry + `(,` + reEntry + `)*\])?(,"kept":\[` + reKept + `(,` + reKept + `)*\])?\}$`
 	reAppText = `"[^"]+":\{"(env|volumeMounts)":[^{}]*\}`
 	// rePodRes is what the webhook recorded it added to pod-level
 	// resources; the exported policies add nothing there, and keep it.
@@ -177,31 +178,68 @@ func (p *profile) stalenessVars() []celVar {
 	}
 }
 
-// conflictVars find, per template the Pod gets, the first container, init
-// container or volume of its own name that the Pod holds and the record
-// does not say graft injected, then, for a template the record does not
-// hold, the first env var or mount path of an app container that
-// collides with the template's, in the engine's order (inject/merge.go,
-// findConflict; inject/collide.go, findCollision: ports and reserved uids
-// aside, which the exported policies do not check); kept are the
-// templates without one.
-func conflictVars(inits, containers, volumes, env, mounts string) []celVar {
-	podInits := "object.spec.?initContainers.orValue([]).map(c, c.name)"
-	podContainers := "object.spec.?containers.orValue([]).map(c, c.name)"
-	podVolumes := "object.spec.?volumes.orValue([]).map(v, v.name)"
+// conflictVars find, per template the Pod gets, the containers, init
+// containers and volumes of its names that the Pod holds and the record
+// does not say graft injected (in the Pod's order), then the env vars
+// (but those the record says graft set there) and mount paths of app
+// containers that collide with the template's, in the engine's order
+// (inject/own.go, judge; inject/collide.go, findCollision: ports and
+// reserved uids aside, which the exported policies do not check); then
+// the objects of names only templates the Pod does not get render. kept
+// are the templates without a conflict of their own.
+func conflictVars(inits, containers, volumes, env, mounts string, names inject.Sidecars) []celVar {
 	apps := "object.spec.?containers.orValue([]).filter(c, !(c.name in variables.ownedC))"
-	collisions := "(variables.recEntries.exists(r, r.n == t) ? [] : " + apps + ".map(c, " +
-		env + `.filter(e, e.t == t && !e.o && c.?env.orValue([]).exists(x, x.name == e.n)).map(e, {"t": dyn(t), "k": dyn("env"), "c": dyn(c.name), "n": dyn(e.n)}) + ` +
+	// An env var the record says graft set in that container is graft's;
+	// any other of a template's names collides, record or not (a mount
+	// of graft's own volume at its path is no collision either way).
+	recordedEnv := "variables.recEntries.exists(r, r.n == t && r.apps.exists(a, a.c == c.name && e.n in a.env))"
+	collisions := "(" + apps + ".map(c, " +
+		env + `.filter(e, e.t == t && !e.o && c.?env.orValue([]).exists(x, x.name == e.n) && !` + recordedEnv + `).map(e, {"t": dyn(t), "k": dyn("env"), "c": dyn(c.name), "n": dyn(e.n)}) + ` +
 		`c.?volumeMounts.orValue([]).map(m, ` + mounts + `.filter(e, e.t == t && e.m == m.mountPath && e.n != m.name)` +
 		`.map(e, {"t": dyn(t), "k": dyn("mount"), "c": dyn(c.name), "n": dyn(m.name), "m": dyn(m.mountPath), "g": dyn(e.n)})).flatten()).flatten())`
-	return []celVar{
-		{"conflicts", "variables.templates.map(t, (" + inits + ".filter(e, e.t == t) + " + containers + ".filter(e, e.t == t))" +
-			".filter(e, !(e.n in variables.ownedC) && (e.n in " + podInits + " || e.n in " + podContainers + "))" +
-			`.map(e, {"t": dyn(t), "k": dyn("name"), "o": dyn(e.n in ` + podInits + ` ? "init container" : "container"), "n": dyn(e.n)}) + ` +
-			volumes + ".filter(e, e.t == t && !(e.n in variables.ownedV) && e.n in " + podVolumes + `).map(e, {"t": dyn(t), "k": dyn("name"), "o": dyn("volume"), "n": dyn(e.n)}) + ` +
-			collisions + ").flatten()"},
-		{"kept", "variables.templates.filter(t, !variables.conflicts.exists(c, c.t == t))"},
+	// Objects of a name another template of the set renders, which the
+	// Pod's templates do not (inject/own.go, notPlanned), each under the
+	// first template rendering it; the webhook judges nothing for a Pod
+	// that gets no template, upgrades a stale record before judging, and
+	// the policies refuse such records anyway.
+	ctrOf, volOf := "variables.sidecarTemplate", "variables.volumeTemplate"
+	foreign := func(list, object, of, ours string) string {
+		return "object.spec.?" + list + ".orValue([]).filter(o, o.name in " + of + " && !(" + ours + ").exists(e, e.n == o.name))" +
+			`.map(o, {"t": dyn(` + of + `[o.name]), "k": dyn("name"), "o": dyn("` + object + `"), "n": dyn(o.name)})`
 	}
+	ours := inits + " + " + containers
+	return []celVar{
+		{"sidecarTemplate", templateOf(names.Containers)},
+		{"volumeTemplate", templateOf(names.Volumes)},
+		// In the Pod's order, as the engine judges (inject/own.go).
+		{"named", "variables.templates.map(t, " + ofTemplate("initContainers", "init container", ours, "ownedC") + " + " +
+			ofTemplate("containers", "container", ours, "ownedC") + " + " + ofTemplate("volumes", "volume", volumes, "ownedV") + " + " +
+			collisions + ").flatten()"},
+		{"foreign", "size(variables.templates) == 0 || size(variables.recStale) > 0 ? [] : " + foreign("initContainers", "init container", ctrOf, ours) + " + " +
+			foreign("containers", "container", ctrOf, ours) + " + " + foreign("volumes", "volume", volOf, volumes)},
+		{"conflicts", "variables.named + variables.foreign"},
+		{"kept", "variables.templates.filter(t, !variables.named.exists(c, c.t == t))"},
+	}
+}
+
+// ofTemplate lists the Pod's objects of list named like one of template
+// t's (among names) that the record does not say graft injected.
+func ofTemplate(list, object, names, owned string) string {
+	return "object.spec.?" + list + ".orValue([]).filter(o, !(o.name in variables." + owned + ") && (" + names + ").exists(e, e.t == t && e.n == o.name))" +
+		`.map(o, {"t": dyn(t), "k": dyn("name"), "o": dyn("` + object + `"), "n": dyn(o.name)})`
+}
+
+// templateOf is a CEL map from each sidecar name to the first template
+// rendering it, as the webhook names it in its messages.
+func templateOf(m map[string][]string) string {
+	if len(m) == 0 {
+		return "{}"
+	}
+	var pairs []string
+	for _, n := range slices.Sorted(maps.Keys(m)) {
+		pairs = append(pairs, celString(n)+": "+celString(m[n][0]))
+	}
+	return "{" + strings.Join(pairs, ", ") + "}"
 }
 
 // conflictMessage is the engine's denial of conflicts[0] (inject/notice.go

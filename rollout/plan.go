@@ -197,24 +197,39 @@ func notRestartable(kind string) string {
 // in-place upgrades of an owner before its restart (none when the owner
 // is restarted: a restart replaces every Pod), Pods by name.
 func (p *Planner) Plan() *Plan {
-	restarted := map[Owner]bool{}
-	for k, it := range p.items {
-		if k == it.Owner && it.Action == Restart {
-			restarted[it.Owner] = true
-		}
-	}
+	// Owners' items first, then their in-place Pods, so that a fold
+	// lands in the item the plan returns whatever order the map gives;
+	// the planner's own items are left as they are (Plan may be called
+	// again).
 	out := &Plan{}
+	restart := map[Owner]int{}
 	for k, it := range p.items {
-		if k != it.Owner && restarted[it.Owner] {
-			// Fold the owner's in-place Pods into its restart.
-			r := p.items[it.Owner]
-			for _, pod := range it.Pods {
-				pod.Upgrade = nil
-				r.Pods = append(r.Pods, pod)
-			}
+		if k != it.Owner {
 			continue
 		}
-		out.Items = append(out.Items, *it)
+		item := *it
+		item.Pods = slices.Clone(it.Pods)
+		if item.Action == Restart {
+			restart[item.Owner] = len(out.Items)
+		}
+		out.Items = append(out.Items, item)
+	}
+	for k, it := range p.items {
+		if k == it.Owner {
+			continue
+		}
+		i, restarted := restart[it.Owner]
+		if !restarted {
+			item := *it
+			item.Pods = slices.Clone(it.Pods)
+			out.Items = append(out.Items, item)
+			continue
+		}
+		// Fold the owner's in-place Pods into its restart.
+		for _, pod := range it.Pods {
+			pod.Upgrade = nil
+			out.Items[i].Pods = append(out.Items[i].Pods, pod)
+		}
 	}
 	for i := range out.Items {
 		slices.SortFunc(out.Items[i].Pods, func(a, b Pod) int { return cmp.Compare(a.Name, b.Name) })

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -134,6 +135,9 @@ func TestPlanGrouping(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("plan:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if again := p.Plan(); !reflect.DeepEqual(again, plan) {
+		t.Errorf("a second Plan differs:\n%+v\nfirst:\n%+v", again.Items, plan.Items)
 	}
 	if plan.Count(Restart) != 2 || plan.Count(InPlace) != 2 || plan.Count(Report) != 1 {
 		t.Errorf("counts: %d restart, %d in place, %d report", plan.Count(Restart), plan.Count(InPlace), plan.Count(Report))
