@@ -28,7 +28,7 @@ const (
 	// the chart's object names are deploy/'s.
 	release = "graft"
 	// kubeVersion is the API server version `helm template` assumes (the
-	// chart requires 1.30 or later); the e2e suite's is v1.36.3.
+	// chart requires 1.35 or later); the e2e suite's is v1.37.2.
 	kubeVersion = "1.36.0"
 )
 

@@ -10,8 +10,10 @@ import (
 // The API server under test is the one the run was built for: the version
 // `make e2e-matrix` names (GRAFT_E2E_KUBE_VERSION), or else the one the
 // builder module pins. It serves what graft's manifests use:
-// admissionregistration.k8s.io/v1 webhooks and ValidatingAdmissionPolicy
-// (GA in 1.30), and from 1.36 MutatingAdmissionPolicy (GA in 1.36).
+// admissionregistration.k8s.io/v1 webhooks, ValidatingAdmissionPolicy
+// with CEL's list library (new policies may use it from 1.35), and from
+// 1.36 MutatingAdmissionPolicy
+// (GA in 1.36).
 func TestAPIServerIsThePinnedVersion(t *testing.T) {
 	want := os.Getenv("GRAFT_E2E_KUBE_VERSION")
 	if want == "" {
