@@ -3,6 +3,7 @@ package realnode
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -37,29 +38,58 @@ const (
 )
 
 // TestRealMeshProxyInitContainer: with trafficRedirect init-container,
-// graft's proxy-init programs the Pod's network namespace on a real node,
-// and the Pod's TCP goes through the proxy (the Envoy stand-in, serving
-// the template's bootstrap) as the template says:
-//   - the app's outbound connection to a server on the node reaches it,
-//     through the proxy's outbound listener (15001), whose counter counts
-//     it once: the proxy's own connection onwards, made as its uid, is not
-//     redirected again;
-//   - an inbound request to the app's port reaches the app through the
-//     inbound listener (15006): the app sees it come from the Pod's own
-//     address, where the proxy connected from;
-//   - a connection to an excluded outbound port reaches its server
-//     without passing the proxy.
+// graft's proxy-init programs the Pod's network namespace on a real node
+// (the namespace allows privileged Pods, the profile Pod Security level
+// privileged), and the Pod's TCP goes through the proxy (meshTraffic).
 func TestRealMeshProxyInitContainer(t *testing.T) {
 	c := need(t)
-	node := c.Nodes[0]
-	through := serveHello(t, node.IP, "through")
-	direct := serveHello(t, node.IP, "direct")
+	// proxy-init runs as root with NET_ADMIN.
+	ns := meshNamespace(t, c, "real-mesh-init", "privileged")
+	direct := serveHello(t, c.Nodes[0].IP, "direct")
+	setMeshParams(t, c, ns, "privileged", map[string]string{
+		"trafficRedirect":      "init-container",
+		"excludeOutboundPorts": strconv.Itoa(int(direct.addr.Port())),
+	})
+	p := runMeshApp(t, c, ns)
+	cs, _ := containerStatus(p, proxyInit)
+	if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+		t.Fatalf("%s did not complete: %+v", proxyInit, cs.State)
+	}
+	t.Logf("%s: %s", proxyInit, strings.TrimSpace(logs(t, c, p, proxyInit)))
+	meshTraffic(t, c, p, direct)
+}
 
-	ns := "real-mesh-init"
+// TestRealMeshProxyCNI: with trafficRedirect cni (the template's
+// default), graft's CNI plugin, chained after the node's bridge plugin and
+// run by containerd's CRI when it makes the Pod's network, reads the
+// Pod's redirect.graft.dev annotations and programs its network namespace;
+// the Pod has no init container and stays within Pod Security restricted,
+// which its namespace enforces, and its TCP goes through the proxy
+// (meshTraffic).
+func TestRealMeshProxyCNI(t *testing.T) {
+	c := need(t)
+	ns := meshNamespace(t, c, "real-mesh-cni", "restricted")
+	direct := serveHello(t, c.Nodes[0].IP, "direct")
+	setMeshParams(t, c, ns, "", map[string]string{
+		"excludeOutboundPorts": strconv.Itoa(int(direct.addr.Port())),
+	})
+	p := runMeshApp(t, c, ns)
+	if p.Annotations["redirect.graft.dev/mode"] != "cni" {
+		t.Fatalf("the Pod is not annotated for graft-cni: %v", p.Annotations)
+	}
+	if hasInit(p, proxyInit) {
+		t.Fatalf("the Pod has %s", proxyInit)
+	}
+	meshTraffic(t, c, p, direct)
+}
+
+// meshNamespace creates a namespace injected with the mesh-proxy profile,
+// enforcing the Pod Security level, deleted when the test ends.
+func meshNamespace(t *testing.T, c *realcluster.Cluster, ns, level string) string {
+	t.Helper()
 	if err := c.CreateNamespace(t.Context(), ns, map[string]string{
-		names.Inject: meshProfile,
-		// proxy-init runs as root with NET_ADMIN.
-		"pod-security.kubernetes.io/enforce": "privileged",
+		names.Inject:                         meshProfile,
+		"pod-security.kubernetes.io/enforce": level,
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -69,20 +99,33 @@ func TestRealMeshProxyInitContainer(t *testing.T) {
 		}
 		_ = c.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	})
-	setMeshParams(t, c, ns, map[string]string{
-		"trafficRedirect":      "init-container",
-		"excludeOutboundPorts": strconv.Itoa(int(direct.addr.Port())),
-	})
+	return ns
+}
 
+// runMeshApp runs the app in ns and returns its Pod, Ready.
+func runMeshApp(t *testing.T, c *realcluster.Cluster, ns string) *corev1.Pod {
+	t.Helper()
 	if _, err := c.Client.AppsV1().Deployments(ns).Create(t.Context(), deployment("app", appContainer()), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	p := &waitAvailable(t, c, ns, "app")[0]
-	cs, _ := containerStatus(p, proxyInit)
-	if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
-		t.Fatalf("%s did not complete: %+v", proxyInit, cs.State)
-	}
-	t.Logf("%s: %s", proxyInit, strings.TrimSpace(logs(t, c, p, proxyInit)))
+	return &waitAvailable(t, c, ns, "app")[0]
+}
+
+// meshTraffic drives the injected Pod p from the node and checks its TCP
+// goes through the proxy (the Envoy stand-in, serving the template's
+// bootstrap) as the template says:
+//   - the app's outbound connection to a server on the node reaches it,
+//     through the proxy's outbound listener (15001), whose counter counts
+//     it once: the proxy's own connection onwards, made as its uid, is not
+//     redirected again;
+//   - an inbound request to the app's port reaches the app through the
+//     inbound listener (15006): the app sees it come from the Pod's own
+//     address, where the proxy connected from;
+//   - a connection to direct, whose port the redirection excludes,
+//     reaches its server without passing the proxy.
+func meshTraffic(t *testing.T, c *realcluster.Cluster, p *corev1.Pod, direct *helloServer) {
+	t.Helper()
+	through := serveHello(t, c.Nodes[0].IP, "through")
 	podIP, err := netip.ParseAddr(p.Status.PodIP)
 	if err != nil {
 		t.Fatalf("Pod IP %q: %v", p.Status.PodIP, err)
@@ -131,14 +174,15 @@ func TestRealMeshProxyInitContainer(t *testing.T) {
 	if log := logs(t, c, p, proxySidecar); strings.Contains(log, "-> "+direct.addr.String()) {
 		t.Errorf("the proxy passed the connection to the excluded port %d:\n%s", direct.addr.Port(), log)
 	}
-	t.Logf("proxy counters: %v", after)
+	t.Logf("proxy counters: %v", m.counters())
 }
 
 // setMeshParams sets the mesh-proxy profile's parameters in graft's
-// configuration, at Pod Security level privileged, with the guarantee
-// policies generated for it, until the test ends; it returns once graft
-// injects Pods of ns with them.
-func setMeshParams(t *testing.T, c *realcluster.Cluster, ns string, params map[string]string) {
+// configuration, and its Pod Security maxLevel unless "", with the
+// guarantee policies generated for it, until the test ends; it returns
+// once graft injects Pods of ns with them (its redirection excluding the
+// outbound ports params exclude).
+func setMeshParams(t *testing.T, c *realcluster.Cluster, ns, maxLevel string, params map[string]string) {
 	t.Helper()
 	orig := graftConfigMap(t, c).Data["config.yaml"]
 	var doc map[string]any
@@ -151,7 +195,9 @@ func setMeshParams(t *testing.T, c *realcluster.Cluster, ns string, params map[s
 		t.Fatalf("deploy/base/config.yaml has no profile %s", meshProfile)
 	}
 	profile["params"] = map[string]any{meshTemplate: params}
-	profile["podSecurity"] = map[string]any{"maxLevel": "privileged"}
+	if maxLevel != "" {
+		profile["podSecurity"] = map[string]any{"maxLevel": maxLevel}
+	}
 	config, err := yaml.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
@@ -166,23 +212,33 @@ func setMeshParams(t *testing.T, c *realcluster.Cluster, ns string, params map[s
 			t.Errorf("restore the shipped guarantee: %v", err)
 		}
 		updateGraftConfig(t, c, orig)
-		waitInjected(t, c, ns, func(p *corev1.Pod) error {
-			if hasInit(p, proxyInit) {
-				return fmt.Errorf("still injects %s", proxyInit)
-			}
-			return nil
-		})
+		waitInjected(t, c, ns, func(p *corev1.Pod) error { return excludes(p, "") })
 	})
 	if err := c.ApplyYAML(t.Context(), guarantee); err != nil {
 		t.Fatal(err)
 	}
 	updateGraftConfig(t, c, string(config))
-	waitInjected(t, c, ns, func(p *corev1.Pod) error {
-		if !hasInit(p, proxyInit) {
-			return fmt.Errorf("no %s injected yet", proxyInit)
+	waitInjected(t, c, ns, func(p *corev1.Pod) error { return excludes(p, params["excludeOutboundPorts"]) })
+}
+
+// excludes checks the outbound ports the Pod's redirection excludes, in
+// proxy-init's arguments or graft-cni's annotation, whichever it has.
+func excludes(p *corev1.Pod, ports string) error {
+	got, ok := p.Annotations["redirect.graft.dev/exclude-outbound-ports"]
+	for _, ic := range p.Spec.InitContainers {
+		for _, a := range ic.Args {
+			if v, found := strings.CutPrefix(a, "--exclude-outbound-ports="); found && ic.Name == proxyInit {
+				got, ok = v, true
+			}
 		}
-		return nil
-	})
+	}
+	if !ok {
+		return errors.New("no redirection injected")
+	}
+	if got != ports {
+		return fmt.Errorf("excluded outbound ports %q, want %q", got, ports)
+	}
+	return nil
 }
 
 func updateGraftConfig(t *testing.T, c *realcluster.Cluster, config string) {
