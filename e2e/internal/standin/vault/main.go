@@ -37,6 +37,9 @@ type config struct {
 			Type      string            `json:"type"`
 			MountPath string            `json:"mount_path"`
 			Config    map[string]string `json:"config"`
+			// ExitOnErr: the agent exits when authentication fails (the
+			// init container's), instead of retrying.
+			ExitOnErr bool `json:"exit_on_err"`
 		} `json:"method"`
 	} `json:"auto_auth"`
 	TemplateConfig struct {
