@@ -241,13 +241,67 @@ func excludes(p *corev1.Pod, ports string) error {
 	return nil
 }
 
+// updateGraftConfig replaces graft's config.yaml in its ConfigMap and
+// waits until every graft replica has reloaded its configuration since:
+// the API server sends each dry run to any replica, so one injecting
+// with the new configuration proves nothing of the others.
 func updateGraftConfig(t *testing.T, c *realcluster.Cluster, config string) {
 	t.Helper()
+	before := graftReloads(t, c)
 	cm := graftConfigMap(t, c)
 	cm.Data["config.yaml"] = config
 	if _, err := c.Client.CoreV1().ConfigMaps(cm.Namespace).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), injectTimeout)
+	defer cancel()
+	err := poll(ctx, time.Second, func(context.Context) error {
+		for pod, n := range graftReloads(t, c) {
+			if n <= before[pod] {
+				return fmt.Errorf("graft Pod %s has not reloaded its configuration (%d reloads)", pod, n)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+var configReloads = regexp.MustCompile(`(?m)^graft_config_reloads_total\{result="success"\} (\d+)$`)
+
+// graftReloads reads each running graft Pod's successful configuration
+// reloads from its admin port's /metrics (plain HTTP on :8080).
+func graftReloads(t *testing.T, c *realcluster.Cluster) map[string]int {
+	t.Helper()
+	d := c.Graft.Deployment
+	pods, err := c.Client.CoreV1().Pods(d.Namespace).List(context.Background(), metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(d.Spec.Selector)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	out := map[string]int{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil || p.Status.PodIP == "" {
+			continue
+		}
+		u := "http://" + net.JoinHostPort(p.Status.PodIP, "8080") + "/metrics"
+		resp, err := client.Get(u)
+		if err != nil {
+			t.Fatalf("GET %s: %v", u, err)
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+		resp.Body.Close()
+		n := 0
+		if m := configReloads.FindSubmatch(body); m != nil {
+			n, _ = strconv.Atoi(string(m[1]))
+		}
+		out[p.Name] = n
+	}
+	if len(out) == 0 {
+		t.Fatal("no running graft Pod")
+	}
+	return out
 }
 
 // waitInjected polls a dry-run create of the app's Pod in ns until what
