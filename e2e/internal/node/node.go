@@ -1,7 +1,8 @@
 // Package node runs real Kubernetes nodes for the end-to-end harness: a
 // kubelet built from the same module as the harness's kube-apiserver,
 // Debian's containerd and runc, and the CNI reference plugins (a bridge
-// with host-local addresses), each node with its own containerd in a
+// with host-local addresses) followed by graft's own (graft-cni, when
+// Options.Graft is set), each node with its own containerd in a
 // scratch directory and its own bridge, whose address is the node's: the
 // API server reaches the kubelet there (kubectl logs and exec), and the
 // Pods reach the node.
@@ -131,6 +132,11 @@ type Options struct {
 	// SandboxImage is the Pod sandbox ("pause") image's reference and
 	// SandboxArchive its archive, imported before the kubelet starts.
 	SandboxImage, SandboxArchive string
+	// Graft, when set, is graft's binary, which the node installs as
+	// graft's CNI plugin (graft-cni) and chains last in its Pod network,
+	// as docs/concepts/mesh-traffic.md tells a cluster to: Pods annotated
+	// for it get their traffic redirected through their mesh proxy.
+	Graft string
 }
 
 // Label marks the real nodes (value "real"), beside kwok's "kwok"
@@ -313,7 +319,8 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
 // cniConfig is the node's Pod network: the node's bridge (made by
 // makeBridge, which holds the gateway address, so the plugin need not
 // be the gateway and never turns on IP forwarding), addresses from its
-// /24, and portmap for hostPorts.
+// /24, portmap for hostPorts, and graft's plugin last when the node
+// installs it (%[5]s, graftCNI).
 const cniConfig = `{
   "cniVersion": "1.0.0",
   "name": "graft-e2e",
@@ -330,28 +337,39 @@ const cniConfig = `{
         "dataDir": %[4]q
       }
     },
-    {"type": "portmap", "capabilities": {"portMappings": true}}
+    {"type": "portmap", "capabilities": {"portMappings": true}}%[5]s
   ]
 }
 `
+
+// graftCNI is graft's plugin's entry, last in the list.
+const graftCNI = `,
+    {"type": "graft-cni", "capabilities": {"io.kubernetes.cri.pod-annotations": true}}`
 
 func (n *Node) startContainerd(ctx context.Context, o Options) error {
 	cniDir := filepath.Join(n.dir, "cni")
 	if err := os.MkdirAll(cniDir, 0o755); err != nil {
 		return err
 	}
-	conflist := fmt.Sprintf(cniConfig, n.bridge, n.PodCIDR.String(), n.IP.String(), filepath.Join(n.dir, "cni-ipam"))
+	binDir, err := n.cniBin(o.Graft)
+	if err != nil {
+		return err
+	}
+	chained := ""
+	if o.Graft != "" {
+		chained = graftCNI
+	}
+	conflist := fmt.Sprintf(cniConfig, n.bridge, n.PodCIDR.String(), n.IP.String(), filepath.Join(n.dir, "cni-ipam"), chained)
 	if err := os.WriteFile(filepath.Join(cniDir, "10-graft-e2e.conflist"), []byte(conflist), 0o644); err != nil {
 		return err
 	}
 	config := fmt.Sprintf(containerdConfig,
 		filepath.Join(n.dir, "containerd-root"), filepath.Join(n.dir, "containerd-state"),
-		n.sock, n.sock+".ttrpc", o.SandboxImage, n.tools.Runc, n.tools.CNIBin, cniDir)
+		n.sock, n.sock+".ttrpc", o.SandboxImage, n.tools.Runc, binDir, cniDir)
 	configPath := filepath.Join(n.dir, "containerd.toml")
 	if err := os.WriteFile(configPath, []byte(config), 0o644); err != nil {
 		return err
 	}
-	var err error
 	n.containerd, err = proc.Start(proc.Spec{
 		Name: n.Name + "-containerd", Dir: n.dir, Bin: n.tools.Containerd,
 		Args: []string{"--config", configPath},
@@ -376,6 +394,33 @@ func (n *Node) startContainerd(ctx context.Context, o Options) error {
 		return fmt.Errorf("node %s: containerd: %w (log: %s)", n.Name, err, n.containerd.LogPath())
 	}
 	return nil
+}
+
+// cniBin makes the node's CNI binary directory: links to the plugins its
+// network uses, and graft's binary as graft-cni when graft is set (graft
+// is the CNI plugin when run under that name).
+func (n *Node) cniBin(graft string) (string, error) {
+	dir := filepath.Join(n.dir, "cni-bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	links := map[string]string{}
+	for _, p := range cniPlugins {
+		links[p] = filepath.Join(n.tools.CNIBin, p)
+	}
+	if graft != "" {
+		abs, err := filepath.Abs(graft)
+		if err != nil {
+			return "", err
+		}
+		links["graft-cni"] = abs
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			return "", fmt.Errorf("node %s: CNI plugin %s: %w", n.Name, name, err)
+		}
+	}
+	return dir, nil
 }
 
 // ctr runs ctr against the node's containerd in the CRI's namespace.

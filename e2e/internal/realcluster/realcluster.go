@@ -161,7 +161,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		for i := range o.Nodes {
 			n, err := node.Start(ctx, cc.Client, node.Options{
 				Tools: tools, Name: fmt.Sprintf("real-node-%d", i), Dir: o.Cluster.Dir, Kubeconfig: kubeconfig,
-				SandboxImage: PauseImage, SandboxArchive: pause,
+				SandboxImage: PauseImage, SandboxArchive: pause, Graft: o.Cluster.Graft,
 			})
 			if n != nil {
 				set = append(set, n)

@@ -59,11 +59,14 @@ func (p *Proxy) Serve(name string, l net.Listener) error {
 			}
 			return err
 		}
-		go p.pass(name, c)
+		go p.Pass(name, c)
 	}
 }
 
-func (p *Proxy) pass(name string, c net.Conn) {
+// Pass passes one accepted connection on to its original destination,
+// recording it under the listener's name, and closes it when both ways
+// are done.
+func (p *Proxy) Pass(name string, c net.Conn) {
 	defer c.Close()
 	tc, ok := c.(*net.TCPConn)
 	if !ok {

@@ -8,8 +8,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -64,6 +67,7 @@ func main() {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/dial", dial)
 	srv := &http.Server{Addr: *listen, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -77,4 +81,30 @@ func main() {
 func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "app: "+format+"\n", args...)
 	os.Exit(1)
+}
+
+// dialReply is /dial's answer.
+type dialReply struct {
+	// Peer is the address the /dial request came from.
+	Peer string `json:"peer"`
+	// Reply is what the server at addr sent, at most 4 KiB.
+	Reply string `json:"reply"`
+}
+
+func dial(w http.ResponseWriter, r *http.Request) {
+	addr := r.URL.Query().Get("addr")
+	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	b, err := io.ReadAll(io.LimitReader(c, 4<<10))
+	if err != nil {
+		http.Error(w, fmt.Sprintf("%s: %v", addr, err), http.StatusBadGateway)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(dialReply{Peer: r.RemoteAddr, Reply: string(b)})
 }

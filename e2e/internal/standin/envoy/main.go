@@ -2,8 +2,11 @@
 // Envoy (C++) cannot be built. It takes the arguments the mesh-proxy
 // template gives Envoy and refuses any other, and serves what the
 // bootstrap in --config-yaml describes: the admin address (/ready answers
-// LIVE) and each listener's HTTP routes (path or prefix matches, an
-// optional prefix_rewrite) to the STATIC clusters' first endpoint.
+// LIVE, /stats/prometheus the tcp_proxy connection counters), each HTTP
+// listener's routes (path or prefix matches, an optional prefix_rewrite)
+// to the STATIC clusters' first endpoint, and each tcp_proxy listener's
+// connections to their original destination (tcp.go). It refuses a
+// bootstrap asking for what it does not implement.
 package main
 
 import (
@@ -15,8 +18,10 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -52,33 +57,11 @@ type bootstrapConfig struct {
 		Address address `json:"address"`
 	} `json:"admin"`
 	StaticResources struct {
-		Listeners []struct {
-			Name         string  `json:"name"`
-			Address      address `json:"address"`
-			FilterChains []struct {
-				Filters []struct {
-					Name        string `json:"name"`
-					TypedConfig struct {
-						RouteConfig struct {
-							VirtualHosts []struct {
-								Routes []struct {
-									Match struct {
-										Path   string `json:"path"`
-										Prefix string `json:"prefix"`
-									} `json:"match"`
-									Route struct {
-										Cluster       string `json:"cluster"`
-										PrefixRewrite string `json:"prefix_rewrite"`
-									} `json:"route"`
-								} `json:"routes"`
-							} `json:"virtual_hosts"`
-						} `json:"route_config"`
-					} `json:"typed_config"`
-				} `json:"filters"`
-			} `json:"filter_chains"`
-		} `json:"listeners"`
-		Clusters []struct {
+		Listeners []listener `json:"listeners"`
+		Clusters  []struct {
 			Name           string `json:"name"`
+			Type           string `json:"type"`
+			ConnectTimeout string `json:"connect_timeout"`
 			LoadAssignment struct {
 				Endpoints []struct {
 					LbEndpoints []struct {
@@ -92,6 +75,42 @@ type bootstrapConfig struct {
 	} `json:"static_resources"`
 }
 
+type listener struct {
+	Name            string  `json:"name"`
+	Address         address `json:"address"`
+	ListenerFilters []struct {
+		Name string `json:"name"`
+	} `json:"listener_filters"`
+	FilterChains []struct {
+		// FilterChainMatch is read as a map to refuse any criterion but
+		// the destination port.
+		FilterChainMatch map[string]any `json:"filter_chain_match"`
+		Filters          []struct {
+			Name        string `json:"name"`
+			TypedConfig struct {
+				// tcp_proxy's.
+				StatPrefix string `json:"stat_prefix"`
+				Cluster    string `json:"cluster"`
+				// http_connection_manager's.
+				RouteConfig struct {
+					VirtualHosts []struct {
+						Routes []struct {
+							Match struct {
+								Path   string `json:"path"`
+								Prefix string `json:"prefix"`
+							} `json:"match"`
+							Route struct {
+								Cluster       string `json:"cluster"`
+								PrefixRewrite string `json:"prefix_rewrite"`
+							} `json:"route"`
+						} `json:"routes"`
+					} `json:"virtual_hosts"`
+				} `json:"route_config"`
+			} `json:"typed_config"`
+		} `json:"filters"`
+	} `json:"filter_chains"`
+}
+
 type address struct {
 	SocketAddress struct {
 		Address   string `json:"address"`
@@ -101,6 +120,22 @@ type address struct {
 
 func (a address) hostPort() string {
 	return net.JoinHostPort(a.SocketAddress.Address, strconv.Itoa(a.SocketAddress.PortValue))
+}
+
+// The filters the stand-in implements, by the names Envoy gives them.
+const (
+	httpConnectionManager = "envoy.filters.network.http_connection_manager"
+	tcpProxy              = "envoy.filters.network.tcp_proxy"
+	originalDst           = "envoy.filters.listener.original_dst"
+)
+
+// cluster is what a listener's filter may send to: a STATIC cluster's
+// first endpoint (nil for a cluster without endpoints, which refuses every
+// connection), or, for ORIGINAL_DST, the address the connection was sent to.
+type cluster struct {
+	endpoint    *url.URL
+	passthrough bool
+	timeout     time.Duration
 }
 
 func bootstrap(text string) ([]firstlog.Server, error) {
@@ -114,47 +149,104 @@ func bootstrap(text string) ([]firstlog.Server, error) {
 	if b.Admin.Address.SocketAddress.PortValue == 0 {
 		return nil, errors.New("--config-yaml: no admin address")
 	}
-	admin := http.NewServeMux()
-	admin.HandleFunc("/ready", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "LIVE") })
-	admin.HandleFunc("/stats/prometheus", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "# stand-in: no statistics\nenvoy_server_live 1")
-	})
-	servers := []firstlog.Server{{Addr: b.Admin.Address.hostPort(), Handler: admin}}
-	clusters := map[string]*url.URL{}
+	clusters := map[string]cluster{}
 	for _, c := range b.StaticResources.Clusters {
-		for _, e := range c.LoadAssignment.Endpoints {
-			for _, lb := range e.LbEndpoints {
-				if _, ok := clusters[c.Name]; !ok {
-					clusters[c.Name] = &url.URL{Scheme: "http", Host: lb.Endpoint.Address.hostPort()}
-				}
+		cl := cluster{timeout: 5 * time.Second} // Envoy's default connect_timeout
+		if c.ConnectTimeout != "" {
+			d, err := time.ParseDuration(c.ConnectTimeout)
+			if err != nil {
+				return nil, fmt.Errorf("cluster %s: connect_timeout: %w", c.Name, err)
 			}
+			cl.timeout = d
 		}
-	}
-	for _, l := range b.StaticResources.Listeners {
-		mux := http.NewServeMux()
-		for _, fc := range l.FilterChains {
-			for _, f := range fc.Filters {
-				for _, vh := range f.TypedConfig.RouteConfig.VirtualHosts {
-					for _, rt := range vh.Routes {
-						target, ok := clusters[rt.Route.Cluster]
-						if !ok {
-							return nil, fmt.Errorf("listener %s: route to unknown cluster %q", l.Name, rt.Route.Cluster)
-						}
-						pattern := rt.Match.Path
-						if pattern == "" {
-							pattern = rt.Match.Prefix
-							if !strings.HasSuffix(pattern, "/") {
-								pattern += "/"
-							}
-						}
-						mux.Handle(pattern, proxy(target, rt.Match.Path+rt.Match.Prefix, rt.Route.PrefixRewrite))
+		switch c.Type {
+		case "", "STATIC":
+			for _, e := range c.LoadAssignment.Endpoints {
+				for _, lb := range e.LbEndpoints {
+					if cl.endpoint == nil {
+						cl.endpoint = &url.URL{Scheme: "http", Host: lb.Endpoint.Address.hostPort()}
 					}
 				}
 			}
+		case "ORIGINAL_DST":
+			cl.passthrough = true
+		default:
+			return nil, fmt.Errorf("cluster %s: type %s: the stand-in serves STATIC and ORIGINAL_DST", c.Name, c.Type)
 		}
-		servers = append(servers, firstlog.Server{Addr: l.Address.hostPort(), Handler: mux})
+		clusters[c.Name] = cl
+	}
+	st := &stats{}
+	servers := []firstlog.Server{{Addr: b.Admin.Address.hostPort(), Handler: adminMux(st)}}
+	for _, l := range b.StaticResources.Listeners {
+		srv, err := serveListener(l, clusters, st)
+		if err != nil {
+			return nil, fmt.Errorf("listener %s: %w", l.Name, err)
+		}
+		servers = append(servers, srv)
 	}
 	return servers, nil
+}
+
+func adminMux(st *stats) *http.ServeMux {
+	admin := http.NewServeMux()
+	admin.HandleFunc("/ready", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "LIVE") })
+	admin.HandleFunc("/stats/prometheus", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "envoy_server_live 1")
+		st.writePrometheus(w)
+	})
+	return admin
+}
+
+// serveListener serves one listener: HTTP routes, or TCP connections
+// passed on by tcp_proxy filters.
+func serveListener(l listener, clusters map[string]cluster, st *stats) (firstlog.Server, error) {
+	var kinds []string
+	for _, fc := range l.FilterChains {
+		for _, f := range fc.Filters {
+			if !slices.Contains(kinds, f.Name) {
+				kinds = append(kinds, f.Name)
+			}
+		}
+	}
+	switch {
+	case len(kinds) == 1 && kinds[0] == httpConnectionManager:
+		return httpListener(l, clusters)
+	case len(kinds) == 1 && kinds[0] == tcpProxy:
+		return tcpListener(l, clusters, st)
+	default:
+		return firstlog.Server{}, fmt.Errorf("filters %q: the stand-in serves listeners of %s alone or of %s alone", kinds, httpConnectionManager, tcpProxy)
+	}
+}
+
+func httpListener(l listener, clusters map[string]cluster) (firstlog.Server, error) {
+	if len(l.ListenerFilters) > 0 {
+		return firstlog.Server{}, errors.New("listener filters on an HTTP listener: not implemented by the stand-in")
+	}
+	mux := http.NewServeMux()
+	for _, fc := range l.FilterChains {
+		if len(fc.FilterChainMatch) > 0 {
+			return firstlog.Server{}, errors.New("filter_chain_match on an HTTP listener: not implemented by the stand-in")
+		}
+		for _, f := range fc.Filters {
+			for _, vh := range f.TypedConfig.RouteConfig.VirtualHosts {
+				for _, rt := range vh.Routes {
+					target := clusters[rt.Route.Cluster].endpoint
+					if target == nil {
+						return firstlog.Server{}, fmt.Errorf("route to %q, not a STATIC cluster with an endpoint", rt.Route.Cluster)
+					}
+					pattern := rt.Match.Path
+					if pattern == "" {
+						pattern = rt.Match.Prefix
+						if !strings.HasSuffix(pattern, "/") {
+							pattern += "/"
+						}
+					}
+					mux.Handle(pattern, proxy(target, rt.Match.Path+rt.Match.Prefix, rt.Route.PrefixRewrite))
+				}
+			}
+		}
+	}
+	return firstlog.Server{Addr: l.Address.hostPort(), Handler: mux}, nil
 }
 
 // proxy forwards to target, replacing the matched prefix with rewrite

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -49,10 +50,12 @@ func (s *status) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
-// Server is one address served.
+// Server is one address served: over HTTP by Handler, or, when TCP is
+// set, by TCP, which accepts on the listener until it is closed.
 type Server struct {
 	Addr    string
 	Handler http.Handler
+	TCP     func(net.Listener) error
 }
 
 // Serve serves each server until SIGTERM or SIGINT, then returns nil; an
@@ -61,21 +64,26 @@ func Serve(name string, servers ...Server) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	errs := make(chan error, len(servers))
-	var all []*http.Server
+	var all []io.Closer
 	for _, s := range servers {
 		l, err := net.Listen("tcp", s.Addr)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		srv := &http.Server{Handler: Handler(name, s.Handler), ReadHeaderTimeout: 5 * time.Second}
-		all = append(all, srv)
-		go func() { errs <- srv.Serve(l) }()
+		if s.TCP != nil {
+			all = append(all, l)
+			go func() { errs <- s.TCP(l) }()
+		} else {
+			srv := &http.Server{Handler: Handler(name, s.Handler), ReadHeaderTimeout: 5 * time.Second}
+			all = append(all, srv)
+			go func() { errs <- srv.Serve(l) }()
+		}
 		fmt.Printf("%s: listening on %s\n", name, l.Addr())
 	}
 	select {
 	case <-ctx.Done():
 	case err := <-errs:
-		if !errors.Is(err, http.ErrServerClosed) {
+		if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 			return err
 		}
 	}

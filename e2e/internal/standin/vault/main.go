@@ -37,8 +37,8 @@ type config struct {
 			Type      string            `json:"type"`
 			MountPath string            `json:"mount_path"`
 			Config    map[string]string `json:"config"`
-			// ExitOnErr: the real agent exits when auth fails; the
-			// stand-in's auth cannot fail.
+			// ExitOnErr: the agent exits when authentication fails (the
+			// init container's), instead of retrying.
 			ExitOnErr bool `json:"exit_on_err"`
 		} `json:"method"`
 	} `json:"auto_auth"`
