@@ -12,11 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/graftdev/graft/config"
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/internal/registration"
 	"github.com/graftdev/graft/internal/vapeval"
-	"github.com/graftdev/graft/templates"
 )
 
 // Issue 32: graft's guarantee holds against Pod authors. Each case is
@@ -578,7 +578,9 @@ func unlockedGuarantee(t *testing.T, template string) (*regv1.ValidatingAdmissio
 	cfg := suite
 	cfg.DefaultProfile = profile
 	cfg.Profiles = map[string]inject.Profile{profile: suite.Profiles[profile]}
-	set, err := templates.Builtin()
+	// The built-in templates overlaid by the suite's own (the agent
+	// fixture among them), as graft serves them here.
+	set, err := config.Templates(env.templatesDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/graftdev/graft/internal/names"
+	"github.com/graftdev/graft/templates"
 )
 
 // The guarantee, in kube-apiserver: a Pod leaves admission with graft's
@@ -31,10 +32,26 @@ import (
 const (
 	meshProfile = "mesh-proxy"
 	proxyName   = "graft-proxy"
-	// proxyImage is the mesh-proxy template's image, which the shipped
-	// profiles lock.
-	proxyImage = "docker.io/envoyproxy/envoy:v1.32.3"
 )
+
+// proxyImage is the mesh-proxy template's default image, which the
+// shipped profiles lock.
+func proxyImage() string {
+	set, err := templates.Builtin()
+	if err != nil {
+		return ""
+	}
+	tmpl, ok := set.Get(meshProfile)
+	if !ok {
+		return ""
+	}
+	for _, p := range tmpl.Params {
+		if p.Name == "image" {
+			return p.Default
+		}
+	}
+	return ""
+}
 
 // installPolicy creates policy and binding in the API server and removes
 // them when the test ends.
@@ -141,7 +158,7 @@ func bindGuarantee(t *testing.T, profile string, nss ...string) {
 // profile injects it.
 func realProxy(p *corev1.Pod) bool {
 	i := slices.IndexFunc(p.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == proxyName })
-	return i >= 0 && p.Spec.InitContainers[i].Image == proxyImage &&
+	return i >= 0 && p.Spec.InitContainers[i].Image == proxyImage() && proxyImage() != "" &&
 		p.Spec.InitContainers[i].RestartPolicy != nil && *p.Spec.InitContainers[i].RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
