@@ -12,11 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/graftdev/graft/config"
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/internal/registration"
 	"github.com/graftdev/graft/internal/vapeval"
+	"github.com/graftdev/graft/templates"
 )
 
 // Issue 32: graft's guarantee holds against Pod authors. Each case is
@@ -578,9 +578,7 @@ func unlockedGuarantee(t *testing.T, template string) (*regv1.ValidatingAdmissio
 	cfg := suite
 	cfg.DefaultProfile = profile
 	cfg.Profiles = map[string]inject.Profile{profile: suite.Profiles[profile]}
-	// The built-in templates overlaid by the suite's own (the agent
-	// fixture among them), as graft serves them here.
-	set, err := config.Templates(env.templatesDir)
+	set, err := templates.Builtin()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -617,7 +615,6 @@ func unlockedGuarantee(t *testing.T, template string) (*regv1.ValidatingAdmissio
 // excludeInboundPorts, tls): those render fields no unlocked value does.
 func TestGuaranteeDefaultsAsTheAPIServer(t *testing.T) {
 	variants := map[string][]map[string]string{
-		"agent":       {nil, {"graft.dev/agent.debug": "true", "graft.dev/agent.logLevel": "debug"}},
 		"mesh-proxy":  {nil, {"graft.dev/mesh-proxy.holdApplicationUntilProxyStarts": "false"}, {"graft.dev/mesh-proxy.trafficRedirect": "none", "graft.dev/mesh-proxy.excludeInboundPorts": "8080,9090"}},
 		"otel-agent":  {nil, {"graft.dev/otel-agent.serviceNameFrom": "podName", "graft.dev/otel-agent.tls": "true"}},
 		"log-shipper": {nil, {"graft.dev/log-shipper.volumeSizeLimit": "2048Mi"}},
