@@ -317,12 +317,13 @@ func TestAdversaryCollisions(t *testing.T) {
 
 	// Collisions with an app container under a copied record, which graft
 	// checks whatever the record says: the mesh proxy's reserved uid and
-	// its health port, and what the agent template gives every app
-	// container (env var GRAFT_AGENT_ADDR, a mount at /var/run/graft-agent).
+	// its health port, an env var otel-agent sets in every app container,
+	// and log-shipper's mount path in app containers.
 	// The mesh proxy sets env only in its own sidecar, so an app's
 	// GRAFT_POD_NAME collides with nothing and is not a case here.
 	m := newAdversary(t, "e2e-adv-collide-mesh", "mesh-proxy")
-	ag := newAdversary(t, "e2e-adv-collide-agent", "agent")
+	otel := newAdversary(t, "e2e-adv-collide-otel", "otel-agent")
+	logs := newAdversary(t, "e2e-adv-collide-logs", "log-shipper")
 	uid := int64(1337)
 	for _, c := range []struct {
 		name string
@@ -336,13 +337,13 @@ func TestAdversaryCollisions(t *testing.T) {
 		{"an app on the proxy's health port", m, func(p *corev1.Pod) {
 			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 15021}}
 		}, `container "app" already uses port 15021/TCP, which template mesh-proxy's container "graft-proxy" opens`},
-		{"an app setting graft's env names", ag, func(p *corev1.Pod) {
-			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "GRAFT_AGENT_ADDR", Value: "evil.invalid:80"}}
-		}, `container "app" already sets env var "GRAFT_AGENT_ADDR", which template agent sets in every app container`},
-		{"an app mounting its own volume at graft's mount path", ag, func(p *corev1.Pod) {
+		{"an app setting graft's env names", otel, func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "GRAFT_OTEL_POD_NAME", Value: "evil"}}
+		}, `container "app" already sets env var "GRAFT_OTEL_POD_NAME", which template otel-agent sets in every app container`},
+		{"an app mounting its own volume at graft's mount path", logs, func(p *corev1.Pod) {
 			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "mine", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "mine", MountPath: "/var/run/graft-agent"}}
-		}, `container "app" already mounts volume "mine" at /var/run/graft-agent, where template agent mounts volume "graft-agent-run"`},
+			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "mine", MountPath: "/var/log/app"}}
+		}, `container "app" already mounts volume "mine" at /var/log/app, where template log-shipper mounts volume "graft-logs"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := c.a.forged("collide-" + strings.ReplaceAll(strings.ReplaceAll(c.name, " ", "-"), "'", ""))

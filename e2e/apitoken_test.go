@@ -149,7 +149,7 @@ plugins:
 		{"graft's own token", graftToken, http.StatusUnauthorized},
 		{"the API server's token", webhookToken, http.StatusOK},
 	} {
-		for _, path := range []string{"/inject", "/inject/agent"} {
+		for _, path := range []string{"/inject", "/inject/mesh-proxy"} {
 			if got := postReview(t, hc, base+path, c.token); got != c.want {
 				t.Errorf("%s on %s: %d, want %d", c.name, path, got, c.want)
 			}

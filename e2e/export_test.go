@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/graftdev/graft/config"
 	"github.com/graftdev/graft/e2e/internal/cluster"
 	"github.com/graftdev/graft/export"
 	"github.com/graftdev/graft/inject"
@@ -78,7 +79,9 @@ func (f *exportFixture) setup(ctx context.Context) error {
 		return err
 	}
 	f.revision = defaulted.Revision
-	if f.set, err = templates.Builtin(); err != nil {
+	// The built-in templates and the engine's fixtures the suite's
+	// profiles name (agent, token-aware), as graft serves them here.
+	if f.set, err = config.Templates(filepath.Join(repoRoot, "inject", "testdata", "templates")); err != nil {
 		return err
 	}
 	f.pairs = map[string]exportPair{}
