@@ -381,8 +381,9 @@ func TestExportRefusesInvalidParameters(t *testing.T) {
 // and the Pods graft skips are skipped.
 func TestExportedBindingSelectsNamespaces(t *testing.T) {
 	f := exported.get(t)
-	// A profile no shipped webhook serves, so only the policies act.
-	const profile = "e2e-agent"
+	// A profile no shipped webhook serves (the agent fixture's; deploy/base
+	// ships none), so only the policies act.
+	const profile = "agent"
 	pols, err := export.Export(f.cfg, f.set, profile)
 	if err != nil {
 		t.Fatal(err)
