@@ -4,18 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	regv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/graftdev/graft/config"
-	"github.com/graftdev/graft/inject"
-	"github.com/graftdev/graft/internal/names"
-	"github.com/graftdev/graft/internal/registration"
 )
 
 // Scenario 9: with graft down, failurePolicy: Fail refuses the create with
@@ -79,7 +73,9 @@ func TestGraftDown(t *testing.T) {
 	}
 	waitFor(t, "failurePolicy Fail to refuse creates naming the webhook", refusedWith(graftWebhookName()))
 
-	policy, binding := suiteGuarantee(t)
+	policy := env.shipped.Policy.DeepCopy()
+	binding := env.shipped.Binding.DeepCopy()
+	policy.ResourceVersion, binding.ResourceVersion = "", ""
 	if _, err := policies.Create(t.Context(), policy, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create policy: %v", err)
 	}
@@ -101,43 +97,23 @@ func TestGraftDown(t *testing.T) {
 	}
 	t.Logf("refused by the policy: %v", err)
 
+	// Graft back up. The suite's graft serves the agent fixture on /inject,
+	// which deploy/base's guarantee for enabled (the mesh proxy's sidecars)
+	// rightly refuses: the policy goes before the creates that follow.
+	// That the shipped policy passes graft's own Pods is
+	// TestShippedPolicyInAPIServer's.
+	for _, err := range []error{
+		bindings.Delete(t.Context(), binding.Name, metav1.DeleteOptions{}),
+		policies.Delete(t.Context(), policy.Name, metav1.DeleteOptions{}),
+	} {
+		if err != nil {
+			t.Fatalf("remove policy: %v", err)
+		}
+	}
 	if err := env.cluster.StartGraft(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "creates to succeed once graft is back", func(ctx context.Context) error { return dryRun(ctx) })
 	createPod(t, ns, simplePod("after-restart"))
 	requireAgentInjected(t, getPod(t, ns, "after-restart"))
-}
-
-// suiteGuarantee is the guarantee of what the suite's graft serves on
-// /inject (its default profile, the agent fixture) for the namespaces the
-// shipped webhook sends there (graft.dev/inject=enabled), under the shipped
-// policy's name. deploy/base's own policy expects the shipped enabled
-// profile's sidecars, which the suite's graft does not inject.
-func suiteGuarantee(t *testing.T) (*regv1.ValidatingAdmissionPolicy, *regv1.ValidatingAdmissionPolicyBinding) {
-	t.Helper()
-	cfg, err := suiteConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Profiles = map[string]inject.Profile{names.EnabledValue: cfg.Profiles[cfg.DefaultProfile]}
-	cfg.DefaultProfile = names.EnabledValue
-	set, err := config.Templates(filepath.Join(repoRoot, "inject", "testdata", "templates"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs, err := registration.Guarantees(inject.RevisionsConfig{Revisions: []inject.RevisionConfig{{Config: cfg, Templates: set}}}, registration.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := env.shipped.Policy.Name
-	for _, g := range gs {
-		for _, b := range g.Bindings {
-			if g.Policy.Name == name && b.Name == env.shipped.Binding.Name {
-				return g.Policy, b
-			}
-		}
-	}
-	t.Fatalf("no guarantee %s for the suite's configuration", name)
-	return nil, nil
 }
