@@ -131,29 +131,6 @@ func shippedPolicy(t *testing.T, name string) (*regv1.ValidatingAdmissionPolicy,
 	return policy, binding
 }
 
-// bindGuarantee installs a copy of profile's shipped policy selecting the
-// namespaces nss only, and returns once the API server enforces it: a
-// create in the last namespace, which must be one graft does not serve, is
-// refused for want of graft's sidecars.
-func bindGuarantee(t *testing.T, profile string, nss ...string) {
-	t.Helper()
-	policy, binding := shippedGuarantee(t, profile)
-	name := policy.Name + "-" + nss[0]
-	policy.Name, binding.Name, binding.Spec.PolicyName = name, name, name
-	policy.Spec.MatchConstraints.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-		{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: nss},
-	}}
-	installPolicy(t, policy, binding)
-	probe := nss[len(nss)-1]
-	waitFor(t, "the guarantee to take effect", func(ctx context.Context) error {
-		_, err := env.client.CoreV1().Pods(probe).Create(ctx, simplePod("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err == nil || !strings.Contains(err.Error(), name) {
-			return fmt.Errorf("not refused by %s yet: %v", name, err)
-		}
-		return nil
-	})
-}
-
 // realProxy reports whether p holds graft's graft-proxy as the mesh-proxy
 // profile injects it.
 func realProxy(p *corev1.Pod) bool {
@@ -193,7 +170,7 @@ func TestGuaranteeRefusesWhatALaterWebhookStripped(t *testing.T) {
 			probe := newNamespace(t, "e2e-guarantee-strip-probe-"+strings.ToLower(string(c.reinvocation)), nil)
 			strip := &foreignMutator{patch: stripGraftInits}
 			registerForeign(t, ns, strip, c.reinvocation)
-			bindGuarantee(t, meshProfile, ns, probe)
+			bindShippedGuarantee(t, meshProfile, ns, probe)
 			waitFor(t, "the stripping webhook to take effect", func(ctx context.Context) error {
 				_, _ = env.client.CoreV1().Pods(ns).Create(ctx, simplePod("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 				if strip.calls.Load() == 0 {
@@ -236,7 +213,7 @@ func TestGuaranteeRefusesWhatALaterWebhookStripped(t *testing.T) {
 func TestGuaranteeRefusesSpoofedRecords(t *testing.T) {
 	served := newNamespace(t, "e2e-guarantee-spoof", map[string]string{names.Inject: meshProfile})
 	bypassed := newNamespace(t, "e2e-guarantee-spoof-bypassed", map[string]string{names.Inject: "e2e-no-webhook"})
-	bindGuarantee(t, meshProfile, served, bypassed)
+	bindShippedGuarantee(t, meshProfile, served, bypassed)
 
 	// A record graft wrote, from a real injection.
 	real := createPod(t, served, simplePod("real"))
