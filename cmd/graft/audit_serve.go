@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"os"
 	"os/signal"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/graftdev/graft/audit"
+	"github.com/graftdev/graft/internal/admin"
 	"github.com/graftdev/graft/internal/live"
 )
 
@@ -23,7 +25,7 @@ import (
 const defaultAuditInterval = 5 * time.Minute
 
 func (f *auditFlags) registerServe(fl *pflag.FlagSet) {
-	fl.StringVar(&f.serve, "serve", "", "keep running: audit every --interval and serve the newest report as Prometheus metrics on this address (/metrics, /healthz, /readyz)")
+	fl.StringVar(&f.serve, "serve", "", "keep running: audit every --interval and serve the newest report as Prometheus metrics on this address (/metrics, /healthz, /readyz, /version)")
 	fl.DurationVar(&f.interval, "interval", defaultAuditInterval, "with --serve, the time between the end of one audit and the start of the next")
 }
 
@@ -74,5 +76,14 @@ func runAuditServe(cmd *cobra.Command, f *auditFlags) error {
 			}
 			return cluster.Audit(ctx, audit.New(engine), scope, f.chunkSize, out, start)
 		}}
-	return e.Serve(ctx, f.serve)
+	srv, err := adminPort("serve", f.serve, admin.Options{Metrics: admin.Text(e.WriteMetrics), NotReady: e.NotReady,
+		ErrorLog: log.New(cmd.ErrOrStderr(), "graft audit: ", 0)})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "graft audit: serving http://%s/metrics, an audit every %s\n", srv.Addr(), f.interval)
+	return srv.While(ctx, func(ctx context.Context) error {
+		e.Loop(ctx)
+		return nil
+	})
 }

@@ -93,7 +93,7 @@ delay at once.`,
 	f := cmd.Flags()
 	f.StringVar(&configPath, "config", "", "YAML config file (engine profiles and a server: section); watched for changes")
 	f.StringVar(&flags.Addr, "addr", config.DefaultAddr, "TLS listen address of the webhook")
-	f.StringVar(&flags.AdminAddr, "admin-addr", config.DefaultAdminAddr, "plain-HTTP address for /metrics, /healthz and /readyz")
+	f.StringVar(&flags.AdminAddr, "admin-addr", config.DefaultAdminAddr, "plain-HTTP address for /metrics, /healthz, /readyz and /version")
 	f.StringVar(&flags.TLSCert, "tls-cert", "", "serving certificate (PEM); reloaded when it changes")
 	f.StringVar(&flags.TLSKey, "tls-key", "", "serving key (PEM); reloaded when it changes")
 	f.StringVar(&flags.ClientCA, "client-ca", "", "require client certificates signed by these CAs (PEM)")

@@ -3,6 +3,7 @@ package boundaries
 import (
 	"bufio"
 	"bytes"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -183,4 +184,91 @@ func TestUnsafeOnlyInUnsafeFiles(t *testing.T) {
 		t.Error("no unsafe*.go file imports unsafe: the walk found nothing, or the fence moved")
 	}
 	t.Logf("unsafe code is in %s", strings.Join(fenced, ", "))
+}
+
+// httpServers are the packages that serve HTTP, in both modules, and
+// why. A fix to health, timeouts or limits is made in internal/admin
+// once; a new server is a decision, made here.
+var httpServers = map[string]string{
+	"webhook":                       "the admission webhook's TLS port (fasthttp)",
+	"internal/admin":                "the admin port of graft serve, graft audit --serve and graft watchdog",
+	"bench/peers/conventional":      "the load tests' peer: a webhook as most are written",
+	"bench/peers/floor":             "the load tests' peer: the least a webhook can do",
+	"bench/peers/internal/peerkit":  "the peers' admin port",
+	"e2e/cmd/podlatency":            "the Pod-latency measurement's minimal webhook",
+	"e2e/internal/standin/app":      "the e2e suite's stand-in application",
+	"e2e/internal/standin/firstlog": "the e2e suite's stand-in log receiver",
+}
+
+// serverAPI is what serving HTTP takes, by import path.
+var serverAPI = map[string][]string{
+	"net/http":                    {"Server", "Serve", "ServeTLS", "ListenAndServe", "ListenAndServeTLS"},
+	"github.com/valyala/fasthttp": {"Server", "Serve", "ServeTLS", "ServeTLSEmbed", "ListenAndServe", "ListenAndServeTLS", "ListenAndServeTLSEmbed", "ListenAndServeUNIX"},
+}
+
+// Every package that serves HTTP (its non-test files use a server of
+// net/http or fasthttp) is one of httpServers, and every one of those
+// does.
+func TestHTTPServersListed(t *testing.T) {
+	fset := token.NewFileSet()
+	serving := map[string]bool{}
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != repoRoot && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		names := map[string][]string{} // local name of an import -> its server API
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			api, ok := serverAPI[p]
+			if !ok {
+				continue
+			}
+			name := filepath.Base(p)
+			if imp.Name != nil {
+				name = imp.Name.Name
+			}
+			names[name] = api
+		}
+		if len(names) == 0 {
+			return nil
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if x, ok := sel.X.(*ast.Ident); ok && slices.Contains(names[x.Name], sel.Sel.Name) {
+				rel, _ := filepath.Rel(repoRoot, filepath.Dir(path))
+				serving[filepath.ToSlash(rel)] = true
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range slices.Sorted(maps.Keys(serving)) {
+		if _, ok := httpServers[pkg]; !ok {
+			t.Errorf("%s serves HTTP and is not in httpServers: serve an admin port with internal/admin, or list it and say why", pkg)
+		}
+	}
+	for _, pkg := range slices.Sorted(maps.Keys(httpServers)) {
+		if !serving[pkg] {
+			t.Errorf("%s is in httpServers and serves no HTTP: take it off the list", pkg)
+		}
+	}
 }
