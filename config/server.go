@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // Server holds graft serve's own settings, under `server:` in the file.
@@ -144,7 +146,8 @@ type APIServerToken struct {
 func (a *APIServerToken) Validate() error {
 	u, err := url.Parse(a.Audience)
 	if err != nil || u.Scheme != "https" || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return fmt.Errorf("%w: apiServerToken.audience %q: want the webhook's https URL without a path, such as https://graft.graft-system.svc:443", ErrServer, a.Audience)
+		return fmt.Errorf("%w: apiServerToken.audience %q: want the webhook's https URL without a path, such as https://%s.%s.svc:443", ErrServer, a.Audience,
+			names.ServiceName, names.SystemNamespace)
 	}
 	if errs := validation.IsDNS1123Subdomain(a.WebhookConfiguration); len(errs) > 0 {
 		return fmt.Errorf("%w: apiServerToken.webhookConfiguration %q: want the name of graft's MutatingWebhookConfiguration: %s",

@@ -16,6 +16,7 @@ import (
 	"github.com/graftdev/graft/audit"
 	"github.com/graftdev/graft/internal/admin"
 	"github.com/graftdev/graft/internal/live"
+	"github.com/graftdev/graft/internal/names"
 )
 
 // defaultAuditInterval is how often `graft audit --serve` audits: often
@@ -35,7 +36,7 @@ func (f *auditFlags) registerServe(fl *pflag.FlagSet) {
 // Deployment mounts) before each run, so it follows the ConfigMaps graft
 // itself reloads.
 func runAuditServe(cmd *cobra.Command, f *auditFlags) error {
-	if cmd.Flags().Changed("output") && f.output != "prometheus" {
+	if cmd.Flags().Changed(names.FlagOutput) && f.output != "prometheus" {
 		return errors.New("--serve serves -o prometheus; give no other -o")
 	}
 	if f.workloads || f.failOn != "" {

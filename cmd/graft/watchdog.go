@@ -16,6 +16,7 @@ import (
 	"github.com/graftdev/graft/audit"
 	"github.com/graftdev/graft/internal/admin"
 	"github.com/graftdev/graft/internal/live"
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/internal/offline"
 	"github.com/graftdev/graft/rollout"
 	"github.com/graftdev/graft/webhook"
@@ -65,8 +66,8 @@ served on --metrics-addr. docs/tasks/rollout.md lists the RBAC it needs.`,
 	}
 	fl := cmd.Flags()
 	f.cluster.register(cmd)
-	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve")
-	fl.StringVar(&f.templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
+	fl.StringVar(&f.config, names.FlagConfig, "", "engine configuration file (YAML), as given to graft serve")
+	fl.StringVar(&f.templatesDir, names.FlagTemplatesDir, "", "directory of templates overlaying the built-in ones")
 	fl.DurationVar(&f.grace, "grace", 2*time.Minute, "how long after its creation a Pod admitted without graft is left before its owner is restarted")
 	fl.IntVar(&f.maxRestarts, "max-restarts-per-minute", 30, "restarts allowed per minute, across the cluster")
 	fl.DurationVar(&f.retry, "retry", 10*time.Second, "how soon a Pod whose owner could not be restarted is looked at again")
