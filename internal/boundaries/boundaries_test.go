@@ -9,11 +9,14 @@ import (
 	"io/fs"
 	"maps"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 const module = "github.com/graftdev/graft"
@@ -142,11 +145,12 @@ func TestClientGoOnlyThroughLive(t *testing.T) {
 	}
 }
 
-// unsafe code is fenced into files named unsafe*.go, in both modules and
-// in tests too, so a reviewer knows where to look.
-func TestUnsafeOnlyInUnsafeFiles(t *testing.T) {
+// goFiles parses every Go file of both modules (testdata and hidden
+// directories aside; tests only with tests) and hands each to visit with
+// its path from the repository's root.
+func goFiles(t *testing.T, tests bool, mode parser.Mode, visit func(rel string, f *ast.File)) {
+	t.Helper()
 	fset := token.NewFileSet()
-	var fenced []string
 	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -157,29 +161,38 @@ func TestUnsafeOnlyInUnsafeFiles(t *testing.T) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, ".go") {
+		if !strings.HasSuffix(path, ".go") || (!tests && strings.HasSuffix(path, "_test.go")) {
 			return nil
 		}
-		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		f, err := parser.ParseFile(fset, path, nil, mode)
 		if err != nil {
 			return err
 		}
-		for _, imp := range f.Imports {
-			if p, _ := strconv.Unquote(imp.Path.Value); p != "unsafe" {
-				continue
-			}
-			rel, _ := filepath.Rel(repoRoot, path)
-			if strings.HasPrefix(filepath.Base(path), "unsafe") {
-				fenced = append(fenced, rel)
-			} else {
-				t.Errorf("%s imports unsafe: move that code into a file named unsafe*.go", rel)
-			}
-		}
+		rel, _ := filepath.Rel(repoRoot, path)
+		visit(filepath.ToSlash(rel), f)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// unsafe code is fenced into files named unsafe*.go, in both modules and
+// in tests too, so a reviewer knows where to look.
+func TestUnsafeOnlyInUnsafeFiles(t *testing.T) {
+	var fenced []string
+	goFiles(t, true, parser.ImportsOnly, func(rel string, f *ast.File) {
+		for _, imp := range f.Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); p != "unsafe" {
+				continue
+			}
+			if strings.HasPrefix(path.Base(rel), "unsafe") {
+				fenced = append(fenced, rel)
+			} else {
+				t.Errorf("%s imports unsafe: move that code into a file named unsafe*.go", rel)
+			}
+		}
+	})
 	if len(fenced) == 0 {
 		t.Error("no unsafe*.go file imports unsafe: the walk found nothing, or the fence moved")
 	}
@@ -210,25 +223,8 @@ var serverAPI = map[string][]string{
 // net/http or fasthttp) is one of httpServers, and every one of those
 // does.
 func TestHTTPServersListed(t *testing.T) {
-	fset := token.NewFileSet()
 	serving := map[string]bool{}
-	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != repoRoot && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return err
-		}
+	goFiles(t, false, 0, func(rel string, f *ast.File) {
 		names := map[string][]string{} // local name of an import -> its server API
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
@@ -236,14 +232,14 @@ func TestHTTPServersListed(t *testing.T) {
 			if !ok {
 				continue
 			}
-			name := filepath.Base(p)
+			name := path.Base(p)
 			if imp.Name != nil {
 				name = imp.Name.Name
 			}
 			names[name] = api
 		}
 		if len(names) == 0 {
-			return nil
+			return
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			sel, ok := n.(*ast.SelectorExpr)
@@ -251,16 +247,11 @@ func TestHTTPServersListed(t *testing.T) {
 				return true
 			}
 			if x, ok := sel.X.(*ast.Ident); ok && slices.Contains(names[x.Name], sel.Sel.Name) {
-				rel, _ := filepath.Rel(repoRoot, filepath.Dir(path))
-				serving[filepath.ToSlash(rel)] = true
+				serving[path.Dir(rel)] = true
 			}
 			return true
 		})
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, pkg := range slices.Sorted(maps.Keys(serving)) {
 		if _, ok := httpServers[pkg]; !ok {
 			t.Errorf("%s serves HTTP and is not in httpServers: serve an admin port with internal/admin, or list it and say why", pkg)
@@ -270,5 +261,41 @@ func TestHTTPServersListed(t *testing.T) {
 		if !serving[pkg] {
 			t.Errorf("%s is in httpServers and serves no HTTP: take it off the list", pkg)
 		}
+	}
+}
+
+// spelt are names that only internal/names spells, in code outside the
+// commands' help, the tests, the e2e suite and the load tests.
+var spelt = []string{names.SystemNamespace, names.AppNameLabel, names.ManagedByLabel}
+
+// Every name users see is spelt in internal/names alone (its rule); and
+// export's CEL names graft's prefix with names.Prefix.
+func TestNamesSpeltInNames(t *testing.T) {
+	literals := 0
+	goFiles(t, false, 0, func(rel string, f *ast.File) {
+		if strings.HasPrefix(rel, "internal/names/") || strings.HasPrefix(rel, "cmd/") ||
+			strings.HasPrefix(rel, "e2e/") || strings.HasPrefix(rel, "bench/") {
+			return
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			literals++
+			s, _ := strconv.Unquote(lit.Value)
+			for _, name := range spelt {
+				if strings.Contains(s, name) {
+					t.Errorf("%s: %.80q spells %s: use internal/names", rel, s, name)
+				}
+			}
+			if strings.HasPrefix(rel, "export/") && strings.Contains(s, names.Prefix) {
+				t.Errorf("%s: %.80q spells %s: build the CEL from names.Prefix and the names built on it", rel, s, names.Prefix)
+			}
+			return true
+		})
+	})
+	if literals < 1000 {
+		t.Fatalf("%d string literals read: the walk found too few", literals)
 	}
 }
