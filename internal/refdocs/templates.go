@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/graftdev/graft/templates"
 	"github.com/graftdev/graft/internal/names"
+	"github.com/graftdev/graft/templates"
 )
 
 // exampleParams are the parameters every function example renders with.
