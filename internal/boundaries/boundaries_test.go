@@ -203,6 +203,17 @@ func TestUnsafeOnlyInUnsafeFiles(t *testing.T) {
 	t.Logf("unsafe code is in %s", strings.Join(fenced, ", "))
 }
 
+// imported is an import's path and the name the file knows it by (the
+// path's last element, as graft's packages are named, unless renamed).
+func imported(imp *ast.ImportSpec) (importPath, name string) {
+	importPath, _ = strconv.Unquote(imp.Path.Value)
+	name = path.Base(importPath)
+	if imp.Name != nil {
+		name = imp.Name.Name
+	}
+	return importPath, name
+}
+
 // httpServers are the packages that serve HTTP, in both modules, and
 // why. A fix to health, timeouts or limits is made in internal/admin
 // once; a new server is a decision, made here.
@@ -231,16 +242,10 @@ func TestHTTPServersListed(t *testing.T) {
 	goFiles(t, false, 0, func(rel string, f *ast.File) {
 		names := map[string][]string{} // local name of an import -> its server API
 		for _, imp := range f.Imports {
-			p, _ := strconv.Unquote(imp.Path.Value)
-			api, ok := serverAPI[p]
-			if !ok {
-				continue
+			p, name := imported(imp)
+			if api, ok := serverAPI[p]; ok {
+				names[name] = api
 			}
-			name := path.Base(p)
-			if imp.Name != nil {
-				name = imp.Name.Name
-			}
-			names[name] = api
 		}
 		if len(names) == 0 {
 			return
@@ -516,16 +521,10 @@ func exportedImports(t *testing.T, pkg string) []string {
 		}
 		imports := map[string]string{} // local name -> path in the repository
 		for _, imp := range f.Imports {
-			p, _ := strconv.Unquote(imp.Path.Value)
-			rel, ok := strings.CutPrefix(p, module+"/")
-			if !ok {
-				continue
+			p, name := imported(imp)
+			if rel, ok := strings.CutPrefix(p, module+"/"); ok {
+				imports[name] = rel
 			}
-			name := path.Base(p)
-			if imp.Name != nil {
-				name = imp.Name.Name
-			}
-			imports[name] = rel
 		}
 		names := func(n ast.Node) {
 			if n == nil {
