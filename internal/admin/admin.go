@@ -76,7 +76,7 @@ const (
 // Options are what a Server serves.
 type Options struct {
 	// Metrics answers /metrics: Gathered for a registry, Text for
-	// exposition text written at each scrape. Required.
+	// exposition text written at each scrape; nil: no /metrics.
 	Metrics http.Handler
 	// NotReady says why /readyz fails, "" when ready; nil: ready.
 	NotReady func() string
@@ -186,14 +186,14 @@ func (s *Server) While(ctx context.Context, work func(context.Context) error) er
 // /healthz, /readyz and /metrics on its webhook port.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var h func(http.ResponseWriter, *http.Request)
-	switch r.URL.Path {
-	case PathMetrics:
+	switch {
+	case r.URL.Path == PathMetrics && s.opts.Metrics != nil:
 		h = s.opts.Metrics.ServeHTTP
-	case PathHealthz:
+	case r.URL.Path == PathHealthz:
 		h = healthz
-	case PathReadyz:
+	case r.URL.Path == PathReadyz:
 		h = s.readyz
-	case PathVersion:
+	case r.URL.Path == PathVersion:
 		h = s.version
 	default:
 		http.Error(w, "not found", http.StatusNotFound)

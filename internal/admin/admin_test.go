@@ -156,6 +156,19 @@ func TestRoutes(t *testing.T) {
 	}
 }
 
+// TestNoMetrics: without a metrics handler, /metrics is not found and
+// the other routes still answer.
+func TestNoMetrics(t *testing.T) {
+	s := serve(t, Options{limits: testLimits})
+	get := func(path string) string { return "GET " + path + " HTTP/1.1\r\nHost: graft\r\n\r\n" }
+	if code, _, _ := roundTrip(t, s.Addr().String(), get("/metrics"), false); code != http.StatusNotFound {
+		t.Errorf("/metrics: %d, want 404", code)
+	}
+	if code, _, _ := roundTrip(t, s.Addr().String(), get("/healthz"), false); code != http.StatusOK {
+		t.Errorf("/healthz: %d", code)
+	}
+}
+
 // TestText: a Text handler's bytes are /metrics, typed as exposition
 // text.
 func TestText(t *testing.T) {
