@@ -176,9 +176,17 @@ func (f *exportFixture) requireSame(t *testing.T, pair exportPair, p *corev1.Pod
 	pol := dryRun(t.Context(), pair.policy, p)
 	in, _ := json.Marshal(p)
 	if want := f.policyOnlyRefusal(pair.profile, p, wh); want != "" {
-		if pol.refuse != "denied: "+want {
-			t.Fatalf("profile %s: the policies should refuse %s\nwith %q\ngot refusal %q", pair.profile, in, want, pol.refuse)
-		}
+		// The API server loads a new ValidatingAdmissionPolicy a moment
+		// after its MutatingAdmissionPolicy (the fixture waits for the
+		// latter): the first Pod only they refuse may come before.
+		waitFor(t, fmt.Sprintf("profile %s's policies to refuse %s with %q", pair.profile, in, want), func(ctx context.Context) error {
+			if pol.refuse != "denied: "+want {
+				err := fmt.Errorf("got refusal %q", pol.refuse)
+				pol = dryRun(ctx, pair.policy, p)
+				return err
+			}
+			return nil
+		})
 		return wh, true
 	}
 	// The label rule is what graft does to a Pod whose author did not

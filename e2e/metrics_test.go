@@ -37,6 +37,10 @@ func scrapeCtx(ctx context.Context, t *testing.T, c *http.Client, url, token str
 	}
 	// Plain text: the format every Prometheus scraper can parse.
 	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	// Callers poll with a client each: its kept-alive connection would
+	// count against graft's admin port's per-address bound until the
+	// port's idle timeout.
+	defer c.CloseIdleConnections()
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("scrape %s: %v", url, err)

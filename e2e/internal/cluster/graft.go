@@ -89,6 +89,9 @@ func (g *graftServer) start(ctx context.Context) error {
 	g.proc = p
 	admin := loopbackHTTPClient(nil, 2*time.Second)
 	tlsc := loopbackHTTPClient(g.CA, 2*time.Second)
+	// graft bounds connections per client address; loopback is one.
+	defer admin.CloseIdleConnections()
+	defer tlsc.CloseIdleConnections()
 	err = proc.Poll(ctx, p, 100*time.Millisecond, func(ctx context.Context) error {
 		if err := proc.GetOK(ctx, admin, "http://"+g.AdminAddr+"/readyz"); err != nil {
 			return err
