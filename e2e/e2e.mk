@@ -7,10 +7,12 @@
 # named by the version its builder module (or this file) pins: a new pin
 # builds a new binary, and nothing else (a checkout touching a file, say)
 # throws a build away.
-# - kube-apiserver, kube-controller-manager and kube-scheduler from the
-#   k8s.io/kubernetes module that e2e/tools/kube-apiserver/go.mod pins, in
-#   one `go build` of the ones missing (cold on the 2-core machine: about 8
-#   minutes for kube-apiserver alone, 3 more for the other two).
+# - kube-apiserver, kube-controller-manager, kube-scheduler, the kubelet
+#   and kubectl from the k8s.io/kubernetes module that
+#   e2e/tools/kube-apiserver/go.mod pins, in one `go build` of the ones
+#   missing (cold on the 2-core machine: about 8 minutes for kube-apiserver
+#   alone, 3 more for the controllers and scheduler, 2 for kubectl, which
+#   runs the docs' commands in e2e/docscluster).
 # - etcd from go.etcd.io/etcd/server/v3, pinned by e2e/tools/etcd/go.mod
 #   (about a minute).
 # - kwok (simulated nodes and kubelets) with `go install` at KWOK_VERSION,
@@ -25,7 +27,8 @@ E2E_APISERVER   := $(E2E_BIN)/kube-apiserver-$(E2E_K8S_VERSION)
 E2E_CONTROLLERS := $(E2E_BIN)/kube-controller-manager-$(E2E_K8S_VERSION)
 E2E_SCHEDULER   := $(E2E_BIN)/kube-scheduler-$(E2E_K8S_VERSION)
 E2E_KUBELET     := $(E2E_BIN)/kubelet-$(E2E_K8S_VERSION)
-E2E_K8S_BINS    := $(E2E_APISERVER) $(E2E_CONTROLLERS) $(E2E_SCHEDULER) $(E2E_KUBELET)
+E2E_KUBECTL     := $(E2E_BIN)/kubectl-$(E2E_K8S_VERSION)
+E2E_K8S_BINS    := $(E2E_APISERVER) $(E2E_CONTROLLERS) $(E2E_SCHEDULER) $(E2E_KUBELET) $(E2E_KUBECTL)
 E2E_ETCD_TOOLS  := e2e/tools/etcd
 E2E_ETCD_VERSION := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "go.etcd.io/etcd/server/v3" && $$(i+1) ~ /^v/) print $$(i+1)}' $(E2E_ETCD_TOOLS)/go.mod)
 E2E_ETCD        := $(E2E_BIN)/etcd-$(E2E_ETCD_VERSION)
@@ -77,6 +80,7 @@ E2E_ENV := GRAFT_E2E_KUBE_APISERVER=$(E2E_APISERVER) \
 	GRAFT_E2E_GRAFT=$(E2E_GRAFT) \
 	GRAFT_E2E_HELM=$(HELM) \
 	GRAFT_E2E_KUBELET=$(E2E_KUBELET) \
+	GRAFT_E2E_KUBECTL=$(E2E_KUBECTL) \
 	GRAFT_E2E_GRAFT_IMAGE=$(E2E_GRAFT_IMAGE)
 
 .PHONY: e2e-deps e2e-graft e2e-image node-tools kube-apiserver cluster-tools demo acceptance bench-node
@@ -128,7 +132,7 @@ bench-node: .SHELLFLAGS := -o pipefail -c
 bench-node: e2e-deps
 	cd e2e && $(E2E_ENV) $(GO) run ./cmd/nodebench -pods $(BENCH_NODE_PODS) $(BENCH_NODE_FLAGS) | tee $(CURDIR)/bench/results/node-latest.md
 
-## cluster-tools: build (or reuse) the cached etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok.
+## cluster-tools: build (or reuse) the cached etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kubectl and kwok.
 cluster-tools: $(E2E_K8S_BINS) $(E2E_ETCD) $(E2E_KWOK) $(E2E_KWOK_STAGES)
 
 ## kube-apiserver: build (or reuse) the cached kube-apiserver.
