@@ -1,8 +1,8 @@
 // Builder module for kube-apiserver, kube-controller-manager,
-// kube-scheduler, the kubelet and kubectl: k8s.io/kubernetes replaces its
-// staging modules with local paths that do not exist in the published
-// module, so each one is pinned here to its published release of the same
-// minor.
+// kube-scheduler, the kubelet and kubectl, and for kustomize (the release
+// kubectl embeds): k8s.io/kubernetes replaces its staging modules with
+// local paths that do not exist in the published module, so each one is
+// pinned here to its published release of the same minor.
 module github.com/graftdev/graft/e2e/tools/kube-apiserver
 
 go 1.26.0
@@ -15,6 +15,7 @@ tool (
 	k8s.io/kubernetes/cmd/kube-scheduler
 	k8s.io/kubernetes/cmd/kubectl
 	k8s.io/kubernetes/cmd/kubelet
+	sigs.k8s.io/kustomize/kustomize/v5
 )
 
 require (
@@ -109,6 +110,7 @@ require (
 	github.com/prometheus/procfs v0.21.1 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
+	github.com/sergi/go-diff v1.4.0 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
@@ -186,6 +188,7 @@ require (
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.36.0 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/kustomize/api v0.21.1 // indirect
+	sigs.k8s.io/kustomize/cmd/config v0.21.1 // indirect
 	sigs.k8s.io/kustomize/kustomize/v5 v5.8.1 // indirect
 	sigs.k8s.io/kustomize/kyaml v0.21.1 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
