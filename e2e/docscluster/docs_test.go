@@ -65,8 +65,9 @@ func TestDocsTourIsConsistent(t *testing.T) {
 
 // TestDocsOnCluster runs the tour: a cluster with a real node and no
 // graft, then every block of the tour in order, as a reader would
-// (install, opt in, canary, audit, rollout, upgrade, export, uninstall),
-// each output the docs show compared with what its block printed. The
+// (install, opt in, canary, audit, rollout, upgrade, export, uninstall;
+// the chart's install, upgrade, rollback and uninstall), each output the
+// docs show compared with what its block printed. The
 // first block that fails stops the tour: the ones after it build on it.
 func TestDocsOnCluster(t *testing.T) {
 	steps, errs := plan(repoRoot)

@@ -2,19 +2,19 @@
 // would: in the order a reader follows the pages (install, opt a
 // namespace in, a canary revision, audit, rollout, upgrade, export,
 // uninstall; then the same cluster again with the Helm chart: install,
-// upgrade, roll back, uninstall), each shell block as written, with kubectl, helm and graft
-// on the PATH, from a copy of the repository's deploy/, docs/ and
-// templates/, on a cluster of its own (package realcluster, without
-// graft: the docs install it), and every output the docs show compared
-// with what the block printed.
+// upgrade, roll back, uninstall), each shell block as written, with
+// graft, kubectl, kustomize and helm on the PATH, from a copy of the
+// repository's deploy/, docs/ and templates/, on a cluster of its own
+// (package realcluster, without graft: the docs install it), and every
+// output the docs show compared with what the block printed.
 //
 // A block runs here when it is marked <!-- checked by TestDocsOnCluster
 // --> (<!-- checked by TestDocsOnCluster: fails --> when it must exit
 // non-zero), or is an unmarked (offline) block of a page of the tour: a
-// reader runs those too, and a later block may read what they wrote. A block of
-// the tour's pages may stay <!-- not run: REASON --> only for a reason
-// from notRunReasons, and only where what the reason says holds of the
-// block.
+// reader runs those too, and a later block may read what they wrote. A
+// block of the tour's pages may stay <!-- not run: REASON --> only for a
+// reason from notRunReasons, and only where what the reason says holds
+// of the block.
 package docscluster
 
 import (
@@ -71,7 +71,6 @@ var notRunReasons = []notRunReason{
 	{"needs cert-manager", needsCertManager, "cert-manager overlay, nor the chart with its default certificates"},
 	{"needs a registry", mentionsAny("registry.example", "docker load", "ctr "), "push to a registry, nor a load into a node's runtime"},
 	{"a make target", func(text string) bool { return everyCommand(text, "make ") }, "make command alone"},
-	{"your own", mentionsAny("./templates", "pod.yaml", "config.yaml"), "file of the reader's own"},
 	{"serves until stopped", mentionsAny("--serve", "graft serve", "port-forward"), "server that keeps running"},
 	// The tour installs this release only.
 	{"needs an install from before", mentionsAny("--cascade=orphan", "!app.kubernetes.io/instance"), "step of a migration from an older install"},
@@ -116,7 +115,7 @@ func everyCommand(text, prefix string) bool {
 type step struct {
 	file  string
 	block docblocks.Block
-	fails bool   // <!-- run: fails -->
+	fails bool   // marked to exit non-zero
 	want  string // the <!-- output --> block after it
 	shown bool   // whether there is one
 }
