@@ -3,11 +3,8 @@ package audit
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -17,9 +14,10 @@ import (
 )
 
 // Exporter is `graft audit --serve`, how the audit metrics are scraped:
-// it audits every Interval and serves the newest successful report in
-// the Prometheus text format; a failed run keeps the previous report,
-// whose graft_audit_last_run_timestamp_seconds then ages.
+// it audits every Interval and keeps the newest successful report in the
+// Prometheus text format for the admin port (internal/admin) to serve; a
+// failed run keeps the previous report, whose
+// graft_audit_last_run_timestamp_seconds then ages.
 type Exporter struct {
 	// Run audits once, streaming every Pod into out (a Prometheus
 	// writer: it keeps nothing per Pod), and returns the run's report.
@@ -34,36 +32,9 @@ type Exporter struct {
 	failed    atomic.Uint64
 }
 
-// Serve listens on addr and audits until ctx ends, then stops the server.
-func (e *Exporter) Serve(ctx context.Context, addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("--serve: %w", err)
-	}
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	served := make(chan error, 1)
-	go func() {
-		err := srv.Serve(ln)
-		cancel()
-		served <- err
-	}()
-	fmt.Fprintf(e.Log, "graft audit: serving http://%s/metrics, an audit every %s\n", ln.Addr(), e.Interval)
-	e.loop(ctx)
-	shutdown, done := context.WithTimeout(context.Background(), 5*time.Second)
-	defer done()
-	if err := srv.Shutdown(shutdown); err != nil {
-		return fmt.Errorf("stopping the metrics server: %w", err)
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("metrics server: %w", err)
-	}
-	return nil
-}
-
-// loop audits at once, then interval after each run ends, until ctx ends.
-func (e *Exporter) loop(ctx context.Context) {
+// Loop audits at once, then Interval after each run ends, until ctx
+// ends.
+func (e *Exporter) Loop(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -99,33 +70,24 @@ func (e *Exporter) Once(ctx context.Context) {
 	fmt.Fprintf(e.Log, "graft audit: %d Pods in %s\n", rep.Pods(), rep.Duration.Round(time.Millisecond))
 }
 
-// ServeHTTP answers /metrics (the newest report and the run counters),
-// /healthz (the process is up) and /readyz (a report exists).
-func (e *Exporter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	latest := e.latest.Load()
-	switch r.URL.Path {
-	case "/metrics":
-		w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
-		if latest != nil {
-			_, _ = w.Write(*latest)
+// WriteMetrics writes what the exporter serves on /metrics, as
+// exposition text: the newest report and the run counters.
+func (e *Exporter) WriteMetrics(w io.Writer) error {
+	if latest := e.latest.Load(); latest != nil {
+		if _, err := w.Write(*latest); err != nil {
+			return err
 		}
-		_ = e.writeRuns(w)
-	case "/healthz":
-		_, _ = io.WriteString(w, "ok\n")
-	case "/readyz":
-		if latest == nil {
-			http.Error(w, "no audit has completed yet", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = io.WriteString(w, "ok\n")
-	default:
-		http.NotFound(w, r)
 	}
+	return e.writeRuns(w)
+}
+
+// NotReady says why the exporter is not ready to be scraped, "" once a
+// report exists.
+func (e *Exporter) NotReady() string {
+	if e.latest.Load() == nil {
+		return "no audit has completed yet"
+	}
+	return ""
 }
 
 // writeRuns writes graft_audit_runs_total, which a failing exporter keeps

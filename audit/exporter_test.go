@@ -4,10 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -51,11 +47,14 @@ func exPod(ns, name string, class Class) PodResult {
 	return PodResult{Namespace: ns, Name: name, Workload: Workload{Kind: "Pod", Name: name}, Verdict: Verdict{Class: class}}
 }
 
-func get(t *testing.T, h http.Handler, method, path string) (int, string) {
+// metrics is what the exporter serves on /metrics.
+func metrics(t *testing.T, e *Exporter) string {
 	t.Helper()
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
-	return rec.Code, rec.Body.String()
+	var b strings.Builder
+	if err := e.WriteMetrics(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
 
 // sample reads one sample of the exposition text: the value of name with
@@ -102,10 +101,10 @@ func TestExporter(t *testing.T) {
 	var logs bytes.Buffer
 	e := &Exporter{Run: runs.run, Interval: time.Millisecond, Log: &logs, Now: time.Now}
 
-	if code, _ := get(t, e, "GET", "/readyz"); code != http.StatusServiceUnavailable {
-		t.Errorf("/readyz before any report: %d, want 503", code)
+	if why := e.NotReady(); why == "" {
+		t.Error("ready before any report")
 	}
-	_, text := get(t, e, "GET", "/metrics")
+	text := metrics(t, e)
 	if got := sample(t, text, "graft_audit_runs_total", map[string]string{"result": "success"}); got != 0 {
 		t.Errorf("runs before any: %v", got)
 	}
@@ -116,16 +115,16 @@ func TestExporter(t *testing.T) {
 	stale := map[string]string{"namespace": "shop", "class": "stale", "revision": ""}
 	missing := map[string]string{"namespace": "shop", "class": "missing", "revision": ""}
 	e.Once(t.Context())
-	_, text = get(t, e, "GET", "/metrics")
+	text = metrics(t, e)
 	if got := sample(t, text, "graft_audit_pods", stale); got != 2 {
 		t.Errorf("after the first run, stale Pods = %v, want 2\n%s", got, text)
 	}
-	if code, _ := get(t, e, "GET", "/readyz"); code != http.StatusOK {
-		t.Errorf("/readyz after a report: %d", code)
+	if why := e.NotReady(); why != "" {
+		t.Errorf("not ready after a report: %s", why)
 	}
 
 	e.Once(t.Context())
-	_, text = get(t, e, "GET", "/metrics")
+	text = metrics(t, e)
 	if got := sample(t, text, "graft_audit_pods", stale); got != 2 {
 		t.Errorf("after a failed run, stale Pods = %v, want the previous report's 2", got)
 	}
@@ -137,7 +136,7 @@ func TestExporter(t *testing.T) {
 	}
 
 	e.Once(t.Context())
-	_, text = get(t, e, "GET", "/metrics")
+	text = metrics(t, e)
 	if got := sample(t, text, "graft_audit_pods", stale); got != -1 {
 		t.Errorf("the newest report has no stale Pods, /metrics says %v", got)
 	}
@@ -148,58 +147,36 @@ func TestExporter(t *testing.T) {
 		t.Errorf("successful runs = %v, want 2", got)
 	}
 
-	for _, c := range []struct {
-		method, path string
-		want         int
-	}{{"GET", "/healthz", 200}, {"HEAD", "/metrics", 200}, {"GET", "/nope", 404}, {"POST", "/metrics", 405}} {
-		if code, _ := get(t, e, c.method, c.path); code != c.want {
-			t.Errorf("%s %s: %d, want %d", c.method, c.path, code, c.want)
-		}
-	}
 }
 
-// TestExporterServes: serve audits at once, again every interval,
-// answers over TCP, and returns when its context ends.
-func TestExporterServes(t *testing.T) {
+// TestExporterLoop: the loop audits at once, again an interval after
+// each run, and returns when its context ends.
+func TestExporterLoop(t *testing.T) {
 	runs := &scriptedRuns{ran: make(chan struct{}, 100), results: []func() (*Report, error){
 		report(exPod("shop", "a", Missing)),
 	}}
-	logs := &syncWriter{}
-	e := &Exporter{Run: runs.run, Interval: 20 * time.Millisecond, Log: logs, Now: time.Now}
+	e := &Exporter{Run: runs.run, Interval: 20 * time.Millisecond, Log: &syncWriter{}, Now: time.Now}
 	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- e.Serve(ctx, "127.0.0.1:0") }()
+	done := make(chan struct{})
+	go func() {
+		e.Loop(ctx)
+		close(done)
+	}()
 	for range 3 { // the first run, then two more an interval apart
 		select {
 		case <-runs.ran:
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute):
 			t.Fatal("no audit run")
 		}
 	}
-	addr := regexp.MustCompile(`http://(\S+)/metrics`).FindStringSubmatch(logs.String())
-	if addr == nil {
-		t.Fatalf("no address logged:\n%s", logs.String())
-	}
-	resp, err := http.Get("http://" + addr[1] + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if got := sample(t, string(body), "graft_audit_pods", map[string]string{"namespace": "shop", "class": "missing", "revision": ""}); got != 1 {
-		t.Errorf("missing Pods over TCP = %v, want 1", got)
+	if got := sample(t, metrics(t, e), "graft_audit_pods", map[string]string{"namespace": "shop", "class": "missing", "revision": ""}); got != 1 {
+		t.Errorf("missing Pods = %v, want 1", got)
 	}
 	cancel()
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not return after its context ended")
-	}
-	if _, err := http.Get("http://" + addr[1] + "/healthz"); err == nil {
-		t.Error("still serving after serve returned")
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the loop did not return after its context ended")
 	}
 }
 

@@ -280,7 +280,7 @@ func (p *promWriter) Close(r *Report) error {
 	for _, wl := range r.Workloads() {
 		wls[wlKey{wl.Namespace, wl.Worst()}]++
 	}
-	podFam := family("graft_audit_pods", "Pods per namespace, audit class and the revision their graft.dev/status records.")
+	podFam := family("graft_audit_pods", "Pods per namespace, audit class and the revision their "+names.Status+" records.")
 	for _, k := range slices.SortedFunc(maps.Keys(pods), func(a, b seriesKey) int {
 		return strings.Compare(a.ns+"\x00"+string(a.class)+"\x00"+a.revision, b.ns+"\x00"+string(b.class)+"\x00"+b.revision)
 	}) {

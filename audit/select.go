@@ -18,7 +18,7 @@ import (
 // and graft's own (deploy/base/mutatingwebhookconfiguration.yaml; a test
 // in internal/offline holds the two lists together).
 func NeverSelected() []string {
-	return []string{"kube-system", "kube-public", "kube-node-lease", "graft-system"}
+	return []string{"kube-system", "kube-public", "kube-node-lease", names.SystemNamespace}
 }
 
 // Selector decides, as the API server does with the shipped webhook

@@ -12,6 +12,7 @@ import (
 
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/bounded"
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -110,7 +111,7 @@ func Parse(name string, data []byte) (File, error) {
 // YAML document, or only comments, or null. Without --config graft runs
 // on the built-in defaults; a file is never taken for them.
 var ErrEmpty = errors.New("no configuration: the file is empty (only comments, blank lines or null); " +
-	"for the built-in defaults give no --config, and rewrite the file by replacing it, not in place")
+	"for the built-in defaults give no --" + names.FlagConfig + ", and rewrite the file by replacing it, not in place")
 
 // Defaulted returns f with every default filled in (the engine's, the
 // default revision and the server's) and validated, templates aside.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // Server holds graft serve's own settings, under `server:` in the file.
@@ -19,7 +21,10 @@ import (
 type Server struct {
 	// Addr is the TLS listen address of the webhook.
 	Addr string `json:"addr,omitempty"`
-	// AdminAddr is the plain-HTTP address of /metrics, /healthz and /readyz.
+	// AdminAddr is the plain-HTTP address of /metrics, /healthz, /readyz
+	// and /version. Its limits and timeouts are fixed
+	// (docs/reference/limits.md); readTimeout, writeTimeout and
+	// idleTimeout bound the webhook port only.
 	AdminAddr string `json:"adminAddr,omitempty"`
 	// Budget bounds the engine's work on one request; past it the request
 	// is answered per the profile's failureMode.
@@ -64,11 +69,12 @@ type Server struct {
 	MaxInFlight int `json:"maxInFlight,omitempty"`
 	// TLSMinVersion is "1.2" or "1.3".
 	TLSMinVersion string `json:"tlsMinVersion,omitempty"`
-	// ReadTimeout bounds reading one request, headers and body.
+	// ReadTimeout bounds reading one request on the webhook port, headers
+	// and body.
 	ReadTimeout Duration `json:"readTimeout,omitempty"`
-	// WriteTimeout bounds writing one response.
+	// WriteTimeout bounds writing one response on the webhook port.
 	WriteTimeout Duration `json:"writeTimeout,omitempty"`
-	// IdleTimeout closes keep-alive connections idle this long. It is
+	// IdleTimeout closes webhook connections kept alive idle this long. It is
 	// longer than the API server's own idle timeout (90 s), so that the
 	// client, which knows whether it is about to send, is the side that
 	// ends an idle connection: a server closing one races the client's
@@ -140,7 +146,8 @@ type APIServerToken struct {
 func (a *APIServerToken) Validate() error {
 	u, err := url.Parse(a.Audience)
 	if err != nil || u.Scheme != "https" || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return fmt.Errorf("%w: apiServerToken.audience %q: want the webhook's https URL without a path, such as https://graft.graft-system.svc:443", ErrServer, a.Audience)
+		return fmt.Errorf("%w: apiServerToken.audience %q: want the webhook's https URL without a path, such as https://%s.%s.svc:443", ErrServer, a.Audience,
+			names.ServiceName, names.SystemNamespace)
 	}
 	if errs := validation.IsDNS1123Subdomain(a.WebhookConfiguration); len(errs) > 0 {
 		return fmt.Errorf("%w: apiServerToken.webhookConfiguration %q: want the name of graft's MutatingWebhookConfiguration: %s",

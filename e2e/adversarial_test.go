@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/names"
@@ -467,15 +468,20 @@ func TestAdversaryAfterAdmission(t *testing.T) {
 		t.Errorf("a label edit refused: %v", err)
 	}
 	// An ephemeral container under a sidecar's name.
-	got := getPod(t, a.served, a.realPod.Name)
-	got.Spec.EphemeralContainers = append(got.Spec.EphemeralContainers, corev1.EphemeralContainer{
-		EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "graft-secrets-agent", Image: "busybox:1"}})
-	_, err = pods.UpdateEphemeralContainers(t.Context(), got.Name, got, metav1.UpdateOptions{})
+	// The node updates the Pod's status meanwhile: each attempt reads the
+	// Pod afresh, as kubectl debug does.
+	addEphemeral := func(name string) error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			got := getPod(t, a.served, a.realPod.Name)
+			got.Spec.EphemeralContainers = append(got.Spec.EphemeralContainers, corev1.EphemeralContainer{
+				EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: name, Image: "busybox:1"}})
+			_, err := pods.UpdateEphemeralContainers(t.Context(), got.Name, got, metav1.UpdateOptions{})
+			return err
+		})
+	}
+	err = addEphemeral("graft-secrets-agent")
 	requireHeld(t, "an ephemeral container under a sidecar's name", nil, err, nil, "ephemeral container graft-secrets-agent takes the name of a sidecar")
-	got = getPod(t, a.served, a.realPod.Name)
-	got.Spec.EphemeralContainers = append(got.Spec.EphemeralContainers, corev1.EphemeralContainer{
-		EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debugger", Image: "busybox:1"}})
-	if _, err := pods.UpdateEphemeralContainers(t.Context(), got.Name, got, metav1.UpdateOptions{}); err != nil {
+	if err := addEphemeral("debugger"); err != nil {
 		t.Errorf("an ephemeral container of the Pod's own name refused: %v", err)
 	}
 

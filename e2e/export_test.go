@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	regv1 "k8s.io/api/admissionregistration/v1"
@@ -381,9 +382,11 @@ func TestExportRefusesInvalidParameters(t *testing.T) {
 // and the Pods graft skips are skipped.
 func TestExportedBindingSelectsNamespaces(t *testing.T) {
 	f := exported.get(t)
-	// A profile no shipped webhook serves (the agent fixture's; deploy/base
-	// ships none), so only the policies act.
-	const profile = "agent"
+	// A profile no shipped webhook serves (deploy/base ships none for the
+	// agent fixture), so only the policies act; not the suite's default
+	// profile, whose bindings would also select every namespace labelled
+	// graft.dev/inject=enabled, other tests' included.
+	const profile = "keep"
 	pols, err := export.Export(f.cfg, f.set, profile)
 	if err != nil {
 		t.Fatal(err)
@@ -397,6 +400,13 @@ func TestExportedBindingSelectsNamespaces(t *testing.T) {
 		pols.Bindings[i].Name += "-selectors"
 		pols.Bindings[i].Spec.PolicyName = pols.Validating[i].Name
 	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := env.cluster.DeletePolicies(ctx, pols); err != nil {
+			t.Errorf("delete the exported policies: %v", err)
+		}
+	})
 	if err := env.cluster.CreatePolicies(t.Context(), pols); err != nil {
 		t.Fatal(err)
 	}

@@ -120,7 +120,7 @@ const (
 
 // guard is a CEL boolean: the Pod is pristine (see above).
 func (f *fastPath) guard() string {
-	annotation := `k.startsWith("graft.dev/")`
+	annotation := "k.startsWith(" + celString(names.Prefix) + ")"
 	if keys := kvKeys(collect(f, func(fr *templates.Fragment) []templates.KV { return fr.Annotations })); len(keys) > 0 {
 		annotation += " || k in " + celList(keys)
 	}
@@ -365,7 +365,7 @@ func (f *fastPath) doneCondition() string {
 		status + " in " + podAnnotations,
 		podLabels + "[?" + celString(names.Injected) + `].orValue("") == ` + celString(f.revision),
 		"object.metadata.annotations[" + status + "] == " + f.status(),
-		`!object.metadata.annotations.exists(k, k.startsWith("graft.dev/") && k != ` + status + ")",
+		"!object.metadata.annotations.exists(k, k.startsWith(" + celString(names.Prefix) + ") && k != " + status + ")",
 	}
 	if owned := f.owned(); len(owned) > 0 {
 		terms = append(terms, celList(owned)+".all(n, "+podInits+".exists(c, c.name == n) || "+podContainers+".exists(c, c.name == n))")

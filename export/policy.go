@@ -25,13 +25,6 @@ type Policies struct {
 	Bindings   []*regv1.ValidatingAdmissionPolicyBinding
 }
 
-// Labels and annotations graft reads (see the design notes).
-const (
-	// graftNamespace is where the shipped webhook runs; the shipped
-	// registration leaves it out, and so does the export.
-	graftNamespace = "graft-system"
-)
-
 // Export compiles profile into admission policies, or returns why it
 // cannot: a *Refusal for each template construct it cannot compile.
 func Export(cfg inject.Config, set *templates.Set, profileName string) (*Policies, error) {
@@ -104,7 +97,7 @@ func Export(cfg inject.Config, set *templates.Set, profileName string) (*Policie
 		// expressions) for the match conditions' one conversion.
 		params := p.matchConstraints()
 		conds := append(p.matchConditions(), regv1.MatchCondition{Name: "sets-graft-annotations",
-			Expression: `object.metadata.?annotations.orValue({}).exists(k, k.startsWith("graft.dev/"))`})
+			Expression: `object.metadata.?annotations.orValue({}).exists(k, k.startsWith(` + celString(names.Prefix) + `))`})
 		out.add(p, name+"-params", vvars, []check{problem}, regv1.Warn, &fail, params, conds)
 	} else {
 		// One policy, the parameters checked first: a Pod with bad
@@ -173,9 +166,9 @@ func (p *profile) validationVars() ([]celVar, error) {
 
 func (p *profile) meta(name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Labels: map[string]string{
-		"app.kubernetes.io/name":       "graft",
-		"app.kubernetes.io/managed-by": "graft-export",
-		names.ExportProfile:            p.name,
+		names.AppNameLabel:   names.AppName,
+		names.ManagedByLabel: names.ExportManager,
+		names.ExportProfile:  p.name,
 	}}
 }
 
@@ -237,12 +230,12 @@ func (p *profile) matchConstraints() *regv1.MatchResources {
 // for the default profile, "enabled"), never the excluded ones.
 func (p *profile) namespaceSelector() *metav1.LabelSelector {
 	values := []string{p.name}
-	if p.isDefault && p.name != "enabled" {
-		values = append(values, "enabled")
+	if p.isDefault && p.name != names.EnabledValue {
+		values = append(values, names.EnabledValue)
 	}
 	excluded := slices.Clone(p.excluded)
-	if !slices.Contains(excluded, graftNamespace) {
-		excluded = append(excluded, graftNamespace)
+	if !slices.Contains(excluded, names.SystemNamespace) {
+		excluded = append(excluded, names.SystemNamespace)
 	}
 	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 		{Key: names.Inject, Operator: metav1.LabelSelectorOpIn, Values: values},

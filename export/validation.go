@@ -104,8 +104,8 @@ func (p *profile) guaranteeChecks(policy string) []check {
 		{expr: "size(variables.forged) == 0",
 			message: `(object.spec.?initContainers.orValue([]).exists(c, c.name == variables.forged[0].name) ? "init container " : "container ") + ` +
 				`variables.forged[0].name + " (image " + variables.forged[0].?image.orValue("") + ") is not the sidecar profile ` + p.name +
-				` injects under that name, yet graft.dev/status records it as graft's. Remove graft.dev/status and the label ` +
-				`graft.dev/injected from the Pod's manifest (they were copied from another Pod or written by hand) and create it again."`,
+				` injects under that name, yet ` + names.Status + ` records it as graft's. Remove ` + names.Status + ` and the label ` +
+				names.Injected + ` from the Pod's manifest (they were copied from another Pod or written by hand) and create it again."`,
 			reason: "Forbidden"},
 	}
 }

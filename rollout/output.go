@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // PlanVersion is the apiVersion of `graft rollout -o json`; a change that
@@ -96,7 +98,7 @@ func writeTable(w io.Writer, p *Plan, dryRun bool, took time.Duration) error {
 	_, err := fmt.Fprintf(w, "\n%s: %d owners (%d restart, %d in place, %d reported), %d Pods: %s\n", what, len(p.Items),
 		p.Count(Restart), p.Count(InPlace), p.Count(Report), p.pods(), orNone(strings.Join(parts, ", ")))
 	if err == nil && dryRun && len(p.Items) > 0 {
-		_, err = fmt.Fprintln(w, "nothing was changed: run with --apply to act")
+		_, err = fmt.Fprintln(w, "nothing was changed: run with --"+names.FlagApply+" to act")
 	}
 	return err
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/graftdev/graft/internal/connlimit"
 )
 
 // Every webhook connection is tracked from accept to close, so that
@@ -37,6 +39,20 @@ import (
 // anything; if so the request is served (with Connection: close),
 // otherwise the reader ends the connection.
 
+// The port's connections are bounded in all and per client address
+// (internal/connlimit, config.Server.MaxConns): at the total bound a new
+// connection may take the place of one idle at least evictMinIdle
+// (evictIdle). Which address's connections are busy does not matter: one
+// client holding the most in slow requests cannot shield the idle ones
+// of another. Among those, a connection that has never carried a request
+// goes first (a client opens a connection to send one; the API server's
+// pooled connections have all been used), then the one idle longest.
+
+// evictMinIdle is how long a connection must have been idle to be
+// evicted for a new one: a connection just answered may be about to carry
+// its client's next request.
+const evictMinIdle = time.Second
+
 // connPhase is where a connection is between requests.
 type connPhase = int32
 
@@ -61,7 +77,7 @@ type connListener struct {
 	net.Listener
 	tls    *tls.Config
 	set    *connSet
-	limits *connLimits
+	limits *connlimit.Limits
 	timeouts
 }
 
@@ -74,7 +90,7 @@ type timeouts struct {
 }
 
 func (l *connListener) Accept() (net.Conn, error) {
-	c, addr, err := acceptLimited(l.Listener, l.limits, l.set.evictIdle)
+	c, addr, err := l.limits.Accept(l.Listener, l.set.evictIdle)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +109,7 @@ type serverConn struct {
 	*tls.Conn
 	raw    *rawConn
 	set    *connSet
-	limits *connLimits
+	limits *connlimit.Limits
 	addr   netip.Addr
 	opened time.Time
 	timeouts
@@ -174,7 +190,7 @@ func (c *serverConn) SetDeadline(t time.Time) error {
 func (c *serverConn) Close() error {
 	if !c.closed.Swap(true) {
 		c.set.remove(c)
-		c.limits.release(c.addr)
+		c.limits.Release(c.addr)
 	}
 	if c.linger.Load() {
 		return c.closeGently()

@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"context"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -98,7 +97,7 @@ func (s *Server) drain(delay time.Duration, serveErr <-chan error) error {
 
 // shutdown closes the webhook listener, waits for the connections to
 // finish their requests and retires the ones left idle (conns.go), at most
-// grace; then it closes whatever is left, and the admin server.
+// grace; then it closes whatever is left.
 func (s *Server) shutdown(grace time.Duration) {
 	s.log.Info("closing the listener; finishing requests in flight", zap.Duration("grace", grace))
 	_ = s.tlsLn.Close()
@@ -118,7 +117,6 @@ func (s *Server) shutdown(grace time.Duration) {
 			s.log.Warn("grace period over with requests still in flight; closing their connections",
 				zap.Int("connections", s.conns.closeAll()))
 			s.waitConnsClosed(time.Second)
-			s.shutdownAdmin()
 			return
 		case <-poll.C:
 		}
@@ -126,22 +124,11 @@ func (s *Server) shutdown(grace time.Duration) {
 	if retired > 0 {
 		s.log.Info("idle connections retired", zap.Int("connections", retired))
 	}
-	s.shutdownAdmin()
 }
 
 // waitConnsClosed gives fasthttp at most limit to let closed connections go.
 func (s *Server) waitConnsClosed(limit time.Duration) {
 	for end := time.Now().Add(limit); s.conns.len() > 0 && time.Now().Before(end); {
 		time.Sleep(shutdownPoll)
-	}
-}
-
-// shutdownAdmin stops the probes' and scrapers' server. Its clients retry,
-// so its idle connections are simply closed.
-func (s *Server) shutdownAdmin() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if err := s.adminSrv.ShutdownWithContext(ctx); err != nil {
-		s.log.Warn("admin server shutdown", zap.Error(err))
 	}
 }

@@ -11,20 +11,22 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/admin"
 	"github.com/graftdev/graft/templates"
 )
 
 var (
 	routeInject  = []byte("/inject")
-	routeHealthz = []byte("/healthz")
-	routeReadyz  = []byte("/readyz")
-	routeMetrics = []byte("/metrics")
-	routeVersion = []byte("/version")
+	routeHealthz = []byte(admin.PathHealthz)
+	routeReadyz  = []byte(admin.PathReadyz)
+	routeMetrics = []byte(admin.PathMetrics)
+	routeVersion = []byte(admin.PathVersion)
 	jsonType     = []byte("application/json")
 )
 
 // handle routes a request on the TLS port:
-// /inject[/<profile>[.<level>][/<revision or tag>]] and the admin routes.
+// /inject[/<profile>[.<level>][/<revision or tag>]], /healthz, /readyz
+// and, where configured, /metrics.
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	path := ctx.Path()
 	if bytes.Equal(path, routeMetrics) && !s.metricsOnWebhookPort {
@@ -54,7 +56,23 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.inject(ctx, profile, revision, level)
 		return
 	}
-	s.handleAdmin(ctx)
+	if bytes.Equal(path, routeHealthz) || bytes.Equal(path, routeReadyz) || bytes.Equal(path, routeMetrics) {
+		s.adminRoute(ctx)
+		return
+	}
+	ctx.Error("not found", fasthttp.StatusNotFound)
+}
+
+// adminRoute answers an admin route on the webhook port as the admin port
+// does, with the admin server's handler. A body is refused before it:
+// handing one over would read it whole, outside the body budget.
+func (s *Server) adminRoute(ctx *fasthttp.RequestCtx) {
+	// -2: no Content-Length, no body (chunked, -1, is refused before).
+	if ctx.Request.Header.ContentLength() > 0 {
+		ctx.Error("an admin request carries no body", fasthttp.StatusRequestEntityTooLarge)
+		return
+	}
+	s.adminRoutes(ctx)
 }
 
 // cutLevel splits "<profile>.<level>", the route of a profile's webhook
@@ -86,58 +104,6 @@ func splitRoute(rest []byte) (profile, revision []byte, ok bool) {
 		return nil, nil, false
 	}
 	return profile, revision, true
-}
-
-// serveAdmin is the admin port's handler.
-func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx) {
-	if s.strictRequest(ctx) {
-		s.handleAdmin(ctx)
-	}
-}
-
-// handleAdmin serves /healthz, /readyz, /metrics and /version (the admin
-// port's only routes).
-func (s *Server) handleAdmin(ctx *fasthttp.RequestCtx) {
-	path := ctx.Path()
-	var h fasthttp.RequestHandler
-	switch {
-	case bytes.Equal(path, routeHealthz):
-		h = s.healthz
-	case bytes.Equal(path, routeReadyz):
-		h = s.readyz
-	case bytes.Equal(path, routeMetrics):
-		h = s.metricsHandler
-	case bytes.Equal(path, routeVersion):
-		h = s.version
-	default:
-		ctx.Error("not found", fasthttp.StatusNotFound)
-		return
-	}
-	if !ctx.IsGet() && !ctx.IsHead() {
-		ctx.Error("method not allowed", fasthttp.StatusMethodNotAllowed)
-		ctx.Response.Header.Set(fasthttp.HeaderAllow, "GET, HEAD") // after Error, which resets headers
-		return
-	}
-	h(ctx)
-}
-
-func (s *Server) healthz(ctx *fasthttp.RequestCtx) { ctx.SetBodyString("ok\n") }
-
-func (s *Server) version(ctx *fasthttp.RequestCtx) {
-	v := s.opts.Version
-	if v == "" {
-		v = "unknown\n"
-	}
-	ctx.SetContentType("text/plain; charset=utf-8")
-	ctx.SetBodyString(v)
-}
-
-func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
-	if why := s.notReady(); why != "" {
-		ctx.Error("not ready: "+why+"\n", fasthttp.StatusServiceUnavailable)
-		return
-	}
-	ctx.SetBodyString("ok\n")
 }
 
 // inject answers one AdmissionReview. profileName is nil for /inject,

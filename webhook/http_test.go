@@ -49,6 +49,9 @@ func TestHTTPEdges(t *testing.T) {
 		{"a level without a profile", http.MethodPost, "/inject/.baseline", "application/json", review, http.StatusNotFound, ""},
 		{"a level and a revision", http.MethodPost, "/inject/agent.baseline/default", "application/json", review, http.StatusOK, ""},
 		{"healthz on TLS port", http.MethodGet, "/healthz", "", nil, http.StatusOK, ""},
+		{"readyz with a body", http.MethodGet, "/readyz", "", []byte("hello"), http.StatusRequestEntityTooLarge, ""},
+		{"metrics on TLS port", http.MethodGet, "/metrics", "", nil, http.StatusNotFound, ""},
+		{"version on TLS port", http.MethodGet, "/version", "", nil, http.StatusNotFound, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

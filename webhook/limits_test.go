@@ -10,16 +10,14 @@ import (
 	"net/http"
 	"net/netip"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/graftdev/graft/bench/corpus"
 	"github.com/graftdev/graft/config"
+	"github.com/graftdev/graft/internal/admin"
 )
 
 // TestDeclaredBodiesCostNothing: connections that declare the largest
@@ -232,7 +230,7 @@ func TestConnectionLimits(t *testing.T) {
 	// A newcomer from an address holding none takes the place of the
 	// connection idle longest of either. (That busy connections are
 	// passed over, whatever their address holds, is TestEvictIdle's and
-	// TestAcquireEvictsFromRicherAddresses'.)
+	// internal/connlimit's.)
 	newcomer := hold("127.0.0.4")
 	ended(second[1], "the connection idle longest of the addresses holding two or more")
 	evicted(2, 6)
@@ -287,53 +285,6 @@ func TestEvictIdle(t *testing.T) {
 	}
 }
 
-// TestAcquireEvictsFromRicherAddresses: at the total bound the addresses
-// offered for eviction are those holding at least twice as many as the
-// newcomer's and two more, and none are offered (nothing allocated) when
-// all hold about as many.
-func TestAcquireEvictsFromRicherAddresses(t *testing.T) {
-	m, err := newMetrics(prometheus.NewRegistry(), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := newConnLimits(10, 10, m, "webhook")
-	ip := func(s string) netip.Addr { return netip.MustParseAddr(s) }
-	held := map[string]int{"10.0.0.1": 5, "10.0.0.2": 3, "10.0.0.3": 2}
-	for a, n := range held {
-		for range n {
-			if !l.acquire(ip(a), nil) {
-				t.Fatalf("%s refused within the limits", a)
-			}
-		}
-	}
-	var offered []string
-	offer := func(from func(netip.Addr) bool) bool {
-		for _, a := range []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"} {
-			if from(ip(a)) {
-				offered = append(offered, a)
-			}
-		}
-		return false
-	}
-	for _, tc := range []struct {
-		from string
-		want []string
-	}{
-		{"10.0.0.4", []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}}, // holds 0: 2 or more
-		{"10.0.0.3", []string{"10.0.0.1"}},                         // holds 2: 4 or more
-		{"10.0.0.2", nil},                                          // holds 3: 6 or more; 5 is two more, not twice
-		{"10.0.0.1", nil},
-	} {
-		offered = nil
-		if l.acquire(ip(tc.from), offer) {
-			t.Fatalf("%s: acquired with no connection evicted", tc.from)
-		}
-		if !slices.Equal(offered, tc.want) {
-			t.Errorf("%s: offered %v for eviction, want %v", tc.from, offered, tc.want)
-		}
-	}
-}
-
 // TestAdminConnectionLimits: the admin port bounds connections per
 // address too; probes from another address still get through.
 func TestAdminConnectionLimits(t *testing.T) {
@@ -345,7 +296,7 @@ func TestAdminConnectionLimits(t *testing.T) {
 			c.Close()
 		}
 	}()
-	for range adminMaxConnsPerAddress {
+	for range admin.MaxConnsPerAddress {
 		c, err := dialFrom(addr, "127.0.0.2")
 		if err != nil {
 			t.Fatal(err)
@@ -353,7 +304,7 @@ func TestAdminConnectionLimits(t *testing.T) {
 		held = append(held, c)
 	}
 	waitFor(t, "the connections to be counted", func() bool {
-		return metric(t, ts.reg, "graft_connections", "port", "admin") == adminMaxConnsPerAddress
+		return metric(t, ts.reg, "graft_connections", "port", "admin") == admin.MaxConnsPerAddress
 	})
 	over, err := dialFrom(addr, "127.0.0.2")
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/connlimit"
 )
 
 // resultError labels requests answered with an HTTP error instead of a
@@ -260,6 +261,22 @@ const (
 	portWebhook = "webhook"
 	portAdmin   = "admin"
 )
+
+// Refusal reasons, the reason label of graft_connections_refused_total.
+const (
+	refusedTotal      = "total"
+	refusedPerAddress = "per_address"
+)
+
+// connCounters are port's connection series.
+func (m *metrics) connCounters(port string) connlimit.Counters {
+	return connlimit.Counters{
+		Open:              m.conns.WithLabelValues(port),
+		RefusedTotal:      newCounter(m.connsRefused, "graft_connections_refused_total", port, refusedTotal),
+		RefusedPerAddress: newCounter(m.connsRefused, "graft_connections_refused_total", port, refusedPerAddress),
+		Evicted:           newCounter(m.connsEvicted, "graft_connections_evicted_total", port),
+	}
+}
 
 // refusal is the counter of requests refused for reason, one of the
 // refused* constants.

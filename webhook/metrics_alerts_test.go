@@ -111,8 +111,8 @@ func TestAlertSeriesInitialised(t *testing.T) {
 	}
 	// As a server binds its configuration and opens its ports.
 	m.bind([]string{"default", "2026-12"}, []string{"enabled", "mesh-proxy"}, []string{"mesh-proxy", "agent"})
-	newConnLimits(10, 10, m, portWebhook)
-	newConnLimits(10, 10, m, portAdmin)
+	m.connCounters(portWebhook)
+	m.connCounters(portAdmin)
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

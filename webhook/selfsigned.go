@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/webhook/certgen"
 )
 
@@ -16,9 +17,9 @@ import (
 // in-cluster service names, writes them to a new temporary directory, and
 // logs where, with the CA bundle a webhook configuration needs.
 func selfSigned(log *zap.Logger) (dir string, err error) {
-	names := append([]string{"localhost"}, certgen.ServiceDNSNames("graft", "graft-system")...)
+	dnsNames := append([]string{"localhost"}, certgen.ServiceDNSNames(names.ServiceName, names.SystemNamespace)...)
 	b, err := certgen.Generate(certgen.Options{
-		DNSNames: names,
+		DNSNames: dnsNames,
 		IPs:      []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 	})
 	if err != nil {
@@ -33,7 +34,7 @@ func selfSigned(log *zap.Logger) (dir string, err error) {
 		_ = os.RemoveAll(dir)
 		return "", fmt.Errorf("self-signed certificate: writing it to %s: %w", dir, err)
 	}
-	log.Info("no --tls-cert/--tls-key: serving a self-signed certificate",
+	log.Info("no --"+names.FlagTLSCert+"/--"+names.FlagTLSKey+": serving a self-signed certificate",
 		zap.String("dir", dir),
 		zap.String("ca_file", filepath.Join(dir, certgen.CAFile)),
 		zap.String("ca_bundle", base64.StdEncoding.EncodeToString(b.CACert)))

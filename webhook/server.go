@@ -13,12 +13,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 	"go.uber.org/zap"
 
 	"github.com/graftdev/graft/config"
+	"github.com/graftdev/graft/internal/admin"
+	"github.com/graftdev/graft/internal/connlimit"
 	"github.com/graftdev/graft/webhook/certgen"
 )
 
@@ -74,12 +75,15 @@ type Server struct {
 	clientCAs *clientCAs // nil without --client-ca
 	certDir   string     // self-signed certificates to remove at exit
 
-	tlsLn, adminLn   net.Listener
-	tlsSrv, adminSrv *fasthttp.Server
-	conns            *connSet // the webhook port's connections
-	retireEvery      time.Duration
-	rotate           rotation
-	metricsHandler   fasthttp.RequestHandler
+	tlsLn, adminLn net.Listener
+	tlsSrv         *fasthttp.Server
+	// admin serves the admin port; adminRoutes, its routes on the
+	// webhook port.
+	admin       *admin.Server
+	adminRoutes fasthttp.RequestHandler
+	conns       *connSet // the webhook port's connections
+	retireEvery time.Duration
+	rotate      rotation
 	// metricsOnWebhookPort: config.Server.MetricsOnWebhookPort.
 	metricsOnWebhookPort bool
 	// bodies bounds the bytes request bodies hold (body.go).
@@ -88,15 +92,6 @@ type Server struct {
 	// server.apiServerToken is not set.
 	tokens *tokenAuth
 }
-
-// The admin port's bounds. It serves probes (the kubelet opens a
-// connection per probe and closes it), scrapers (one kept-alive
-// connection each) and nothing with a body.
-const (
-	adminMaxConns           = 256
-	adminMaxConnsPerAddress = 32
-	adminMaxBodyBytes       = 4 << 10
-)
 
 // New loads the configuration, templates and certificate, builds the
 // engine and binds the listeners. Nothing is served until Run. When it
@@ -128,8 +123,6 @@ func (s *Server) init(o Options) error {
 	if s.metrics, err = newMetrics(o.Registry, l.file.Server.Budget.Duration); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	s.metricsHandler = fasthttpadaptor.NewFastHTTPHandler(
-		promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	st, err := l.build(s.metrics, o.Clock)
 	if err != nil {
 		return err
@@ -174,23 +167,26 @@ func (s *Server) init(o Options) error {
 		return err
 	}
 	s.tlsLn = &connListener{Listener: ln, tls: tlsCfg, set: s.conns,
-		limits: newConnLimits(cfg.MaxConns, cfg.MaxConnsPerAddress, s.metrics, portWebhook),
+		limits: connlimit.New(cfg.MaxConns, cfg.MaxConnsPerAddress, s.metrics.connCounters(portWebhook)),
 		timeouts: timeouts{handshake: cfg.HandshakeTimeout.Duration, firstRequest: cfg.FirstRequestTimeout.Duration,
 			read: cfg.ReadTimeout.Duration}}
-	adminLn, err := listen("admin", cfg.AdminAddr)
-	if err != nil {
+	if s.adminLn, err = listen("admin", cfg.AdminAddr); err != nil {
 		return err
 	}
-	s.adminLn = &limitListener{Listener: adminLn, limits: newConnLimits(adminMaxConns, adminMaxConnsPerAddress, s.metrics, portAdmin)}
+	s.admin = admin.New(s.adminLn, admin.Options{
+		Metrics:  admin.Gathered(o.Registry),
+		NotReady: s.notReady,
+		Version:  o.Version,
+		Conns:    s.metrics.connCounters(portAdmin),
+		ErrorLog: zap.NewStdLog(s.log.Named("admin")),
+	})
+	s.adminRoutes = fasthttpadaptor.NewFastHTTPHandler(s.admin)
 	s.bodies = newBodyBudget(cfg.MaxBodyBytesInFlight, s.metrics)
 	s.metricsOnWebhookPort = cfg.MetricsOnWebhookPort
 
 	s.tlsSrv = s.webhookServer(cfg, s.serveTLS)
 	s.rotate = rotation{maxAge: cfg.MaxConnAge.Duration}
 	s.retireEvery = min(cfg.DrainDelay.Duration/4, retireSweep)
-	s.adminSrv = s.fasthttpServer(cfg, s.serveAdmin)
-	s.adminSrv.ConnState = resetHead
-	s.adminSrv.MaxRequestBodySize = adminMaxBodyBytes
 	s.log.Info("graft webhook listening",
 		zap.String("addr", s.tlsLn.Addr().String()),
 		zap.String("admin_addr", s.adminLn.Addr().String()),
@@ -237,24 +233,12 @@ func (s *Server) tlsConfig(cfg config.Server, rep tlsReporter) (*tls.Config, err
 	return tc, nil
 }
 
-// webhookServer is the webhook port's server, serving h.
+// webhookServer is the webhook port's server, serving h. The handler
+// reads bodies itself (body.go). ReduceMemoryUsage gives the read and
+// write buffers back while a connection waits for a request, and the
+// request context while it waits for the first byte: an idle connection
+// then holds its goroutine and its TLS state, not 20 KiB of buffers.
 func (s *Server) webhookServer(cfg config.Server, h fasthttp.RequestHandler) *fasthttp.Server {
-	srv := s.fasthttpServer(cfg, h)
-	srv.MaxRequestsPerConn = cfg.MaxConnRequests
-	srv.ConnState = markIdle
-	// The handler reads bodies itself (body.go).
-	srv.StreamRequestBody = true
-	srv.MaxRequestBodySize = cfg.MaxBodyBytes
-	srv.HeaderReceived = oversizedFirst(cfg.MaxBodyBytes)
-	return srv
-}
-
-// fasthttpServer is either port's server; the caller sets the body
-// limits. ReduceMemoryUsage gives the read and write buffers back while a
-// connection waits for a request, and the request context while it waits
-// for the first byte: an idle connection then holds its goroutine and its
-// TLS state, not 20 KiB of buffers.
-func (s *Server) fasthttpServer(cfg config.Server, h fasthttp.RequestHandler) *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler:                      h,
 		ErrorHandler:                 s.errorHandler,
@@ -267,6 +251,11 @@ func (s *Server) fasthttpServer(cfg config.Server, h fasthttp.RequestHandler) *f
 		CloseOnShutdown:              true,
 		ReduceMemoryUsage:            true,
 		Logger:                       fasthttpLogger{s.log},
+		MaxRequestsPerConn:           cfg.MaxConnRequests,
+		ConnState:                    markIdle,
+		StreamRequestBody:            true,
+		MaxRequestBodySize:           cfg.MaxBodyBytes,
+		HeaderReceived:               oversizedFirst(cfg.MaxBodyBytes),
 	}
 }
 
@@ -331,7 +320,7 @@ func (l fasthttpLogger) Printf(format string, args ...any) {
 
 // Addr is the webhook's TLS address; AdminAddr the admin one.
 func (s *Server) Addr() net.Addr      { return s.tlsLn.Addr() }
-func (s *Server) AdminAddr() net.Addr { return s.adminLn.Addr() }
+func (s *Server) AdminAddr() net.Addr { return s.admin.Addr() }
 
 // notReady says why /readyz fails, or "" when ready. Templates and the
 // certificate are loaded before New returns; warm-up and shutdown remain.
@@ -394,8 +383,14 @@ func (s *Server) Run(ctx context.Context) error {
 
 	serveErr := make(chan error, 2)
 	var servers sync.WaitGroup
+	adminCtx, stopAdmin := context.WithCancel(context.Background())
+	defer stopAdmin()
 	servers.Go(func() { serveErr <- s.tlsSrv.Serve(s.tlsLn) })
-	servers.Go(func() { serveErr <- s.adminSrv.Serve(s.adminLn) })
+	servers.Go(func() {
+		if err := s.admin.Run(adminCtx); err != nil {
+			serveErr <- err
+		}
+	})
 
 	s.warm(s.state.Load())
 
@@ -411,6 +406,8 @@ func (s *Server) Run(ctx context.Context) error {
 		runErr = s.drain(settings.DrainDelay.Duration, serveErr)
 	}
 	s.shutdown(settings.ShutdownGrace.Duration)
+	// The probes' and scrapers' port last: its clients retry.
+	stopAdmin()
 	servers.Wait()
 	if runErr == nil {
 		s.log.Info("shut down cleanly")

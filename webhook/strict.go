@@ -3,7 +3,6 @@ package webhook
 import (
 	"bytes"
 	"errors"
-	"net"
 	"strconv"
 
 	"github.com/valyala/fasthttp"
@@ -64,23 +63,6 @@ func (h *headScan) scan(p []byte) {
 // reset starts looking at the next request head.
 func (h *headScan) reset() { *h = headScan{} }
 
-// headScanner is a connection that scans its request heads.
-type headScanner interface{ requestHead() *headScan }
-
-func (c *serverConn) requestHead() *headScan  { return &c.head }
-func (c *limitedConn) requestHead() *headScan { return &c.head }
-
-// resetHead is the ConnState hook of both ports: a connection whose
-// response is written waits for a new request head.
-func resetHead(c net.Conn, st fasthttp.ConnState) {
-	if st != fasthttp.StateIdle {
-		return
-	}
-	if hs, ok := c.(headScanner); ok {
-		hs.requestHead().reset()
-	}
-}
-
 var (
 	http11 = []byte("HTTP/1.1")
 	http10 = []byte("HTTP/1.0")
@@ -104,7 +86,7 @@ const (
 // returns false, or returns true for a request to serve.
 func (s *Server) strictRequest(ctx *fasthttp.RequestCtx) bool {
 	h := &ctx.Request.Header
-	if hs, ok := ctx.Conn().(headScanner); ok && hs.requestHead().bareLF {
+	if sc, ok := ctx.Conn().(*serverConn); ok && sc.head.bareLF {
 		// fasthttp read the head although a line ended with a bare LF.
 		s.refuse(ctx, refusedBareLF, fasthttp.StatusBadRequest, errBareLF.Error()+"\n")
 		return false

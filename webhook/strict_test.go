@@ -84,26 +84,6 @@ func TestStrictHTTP(t *testing.T) {
 			}
 		})
 	}
-
-	// The admin port refuses the same, in plain HTTP.
-	for _, tc := range []struct {
-		name, req, reason string
-	}{
-		{"admin bare LF", "GET /healthz HTTP/1.1\nHost: graft\n\n", "bare LF"},
-		{"admin HTTP/9.9", "GET /healthz HTTP/9.9\r\nHost: graft\r\n\r\n", "unsupported HTTP version"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := net.Dial("tcp", ts.AdminAddr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			status, body, closed := exchange(t, c, []byte(tc.req), 5*time.Second)
-			if status != 400 || !strings.Contains(body, tc.reason) || !closed {
-				t.Fatalf("got %d %q (closed %v), want 400 with %q and the connection closed", status, body, closed, tc.reason)
-			}
-		})
-	}
 }
 
 // TestHeadScan: the scanner finds a bare LF anywhere in a head, however

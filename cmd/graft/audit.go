@@ -10,6 +10,7 @@ import (
 
 	"github.com/graftdev/graft/audit"
 	"github.com/graftdev/graft/internal/live"
+	"github.com/graftdev/graft/internal/names"
 )
 
 // exitFound is audit's exit code when a Pod is in a --fail-on class (1 is
@@ -70,15 +71,15 @@ Exit codes: 0 done; 1 an error; 3 a Pod is in a class --fail-on lists.`,
 	fl := cmd.Flags()
 	f.cluster.register(cmd)
 	f.cluster.registerGraft(cmd)
-	fl.StringVarP(&f.namespace, "namespace", "n", "", "namespace to audit (default: the kubeconfig context's)")
+	fl.StringVarP(&f.namespace, names.FlagNamespace, "n", "", "namespace to audit (default: the kubeconfig context's)")
 	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "audit every namespace")
-	fl.StringVarP(&f.output, "output", "o", "table", "output format: table, json or prometheus")
+	fl.StringVarP(&f.output, names.FlagOutput, names.FlagOutputShort, "table", "output format: table, json or prometheus")
 	registerFormats(cmd, "table", "json", "prometheus")
 	fl.BoolVar(&f.workloads, "workloads", false, "one line per workload instead of per Pod (table output)")
 	fl.StringVar(&f.failOn, "fail-on", "", "exit with code 3 when a Pod is in one of these classes: comma-separated, e.g. stale,missing,spoofed")
 	fl.Int64Var(&f.chunkSize, "chunk-size", 500, "objects per LIST page")
-	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve (default: the one graft's Deployment mounts)")
-	fl.StringVar(&f.templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
+	fl.StringVar(&f.config, names.FlagConfig, "", "engine configuration file (YAML), as given to graft serve (default: the one graft's Deployment mounts)")
+	fl.StringVar(&f.templatesDir, names.FlagTemplatesDir, "", "directory of templates overlaying the built-in ones")
 	f.registerServe(fl)
 	return cmd
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"os"
 	"os/signal"
 	"syscall"
@@ -13,7 +14,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/graftdev/graft/audit"
+	"github.com/graftdev/graft/internal/admin"
 	"github.com/graftdev/graft/internal/live"
+	"github.com/graftdev/graft/internal/names"
 )
 
 // defaultAuditInterval is how often `graft audit --serve` audits: often
@@ -23,7 +26,7 @@ import (
 const defaultAuditInterval = 5 * time.Minute
 
 func (f *auditFlags) registerServe(fl *pflag.FlagSet) {
-	fl.StringVar(&f.serve, "serve", "", "keep running: audit every --interval and serve the newest report as Prometheus metrics on this address (/metrics, /healthz, /readyz)")
+	fl.StringVar(&f.serve, "serve", "", "keep running: audit every --interval and serve the newest report as Prometheus metrics on this address (/metrics, /healthz, /readyz, /version)")
 	fl.DurationVar(&f.interval, "interval", defaultAuditInterval, "with --serve, the time between the end of one audit and the start of the next")
 }
 
@@ -33,7 +36,7 @@ func (f *auditFlags) registerServe(fl *pflag.FlagSet) {
 // Deployment mounts) before each run, so it follows the ConfigMaps graft
 // itself reloads.
 func runAuditServe(cmd *cobra.Command, f *auditFlags) error {
-	if cmd.Flags().Changed("output") && f.output != "prometheus" {
+	if cmd.Flags().Changed(names.FlagOutput) && f.output != "prometheus" {
 		return errors.New("--serve serves -o prometheus; give no other -o")
 	}
 	if f.workloads || f.failOn != "" {
@@ -74,5 +77,14 @@ func runAuditServe(cmd *cobra.Command, f *auditFlags) error {
 			}
 			return cluster.Audit(ctx, audit.New(engine), scope, f.chunkSize, out, start)
 		}}
-	return e.Serve(ctx, f.serve)
+	srv, err := adminPort("serve", f.serve, admin.Options{Metrics: admin.Text(e.WriteMetrics), NotReady: e.NotReady,
+		ErrorLog: log.New(cmd.ErrOrStderr(), "graft audit: ", 0)})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "graft audit: serving http://%s/metrics, an audit every %s\n", srv.Addr(), f.interval)
+	return srv.While(ctx, func(ctx context.Context) error {
+		e.Loop(ctx)
+		return nil
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/graftdev/graft/internal/bounded"
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/webhook/certgen"
 )
 
@@ -53,13 +54,13 @@ the previous ca.crt so the API server trusts both while replicas reload.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.service, "service", "graft", "name of graft's Service")
-	fl.StringVarP(&f.namespace, "namespace", "n", "graft-system", "namespace of graft's Service")
+	fl.StringVar(&f.service, "service", names.ServiceName, "name of graft's Service")
+	fl.StringVarP(&f.namespace, names.FlagNamespace, "n", names.SystemNamespace, "namespace of graft's Service")
 	fl.StringVar(&f.out, "out", "", "directory to write the files into (created if missing)")
 	fl.IntVar(&f.days, "days", 365, "validity of both certificates, in days (1-3650)")
 	fl.StringSliceVar(&f.dnsNames, "dns", nil, "extra DNS names for the serving certificate")
 	fl.IPSliceVar(&f.ips, "ip", nil, "IP addresses for the serving certificate (e.g. 127.0.0.1 for a local API server)")
-	fl.BoolVar(&f.kustomize, "kustomize", false, "also write secret.yaml and cabundle.yaml for deploy/overlays/self-signed")
+	fl.BoolVar(&f.kustomize, names.FlagKustomize, false, "also write secret.yaml and cabundle.yaml for deploy/overlays/self-signed")
 	fl.StringArrayVar(&f.trust, "trust", nil, "PEM file of CA certificates to keep in the CA bundle besides the new CA (with --kustomize)")
 	return cmd
 }

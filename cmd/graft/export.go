@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graftdev/graft/export"
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/internal/offline"
 )
 
@@ -50,8 +51,8 @@ with the template, the fragment line and the reason; then nothing is written.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&profile, "profile", "", "profile to export (default: the configuration's default profile)")
-	fl.StringVar(&configFile, "config", "", "engine configuration file (YAML), as given to graft serve")
-	fl.StringVar(&templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
+	fl.StringVar(&configFile, names.FlagConfig, "", "engine configuration file (YAML), as given to graft serve")
+	fl.StringVar(&templatesDir, names.FlagTemplatesDir, "", "directory of templates overlaying the built-in ones")
 	_ = cmd.RegisterFlagCompletionFunc("profile", completeProfiles)
 	return cmd
 }

@@ -39,15 +39,15 @@ type offlineFlags struct {
 func (f *offlineFlags) register(cmd *cobra.Command, formats ...string) {
 	f.formats = formats
 	fl := cmd.Flags()
-	fl.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory of manifests, http(s) URL, or - for stdin (repeatable; also as arguments)")
-	fl.BoolVarP(&f.recursive, "recursive", "R", false, "read the directories' subdirectories too")
+	fl.StringArrayVarP(&f.files, names.FlagFilename, names.FlagFilenameShort, nil, "manifest file, directory of manifests, http(s) URL, or - for stdin (repeatable; also as arguments)")
+	fl.BoolVarP(&f.recursive, names.FlagRecursive, names.FlagRecursiveShort, false, "read the directories' subdirectories too")
 	fl.StringVar(&f.profile, "profile", "", "profile for namespaces whose labels are unknown, as if labelled graft.dev/inject=PROFILE (default: the configuration's default profile)")
 	fl.StringVar(&f.revision, "revision", "", "revision or tag for namespaces whose labels are unknown, as if labelled graft.dev/rev=REVISION (default: defaultRevision)")
-	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve")
-	fl.StringVar(&f.templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
-	fl.StringVarP(&f.namespace, "namespace", "n", "", `namespace for objects that name none (default "default"; for a live KIND/NAME, the kubeconfig context's)`)
-	fl.StringVar(&f.namespaceLabels, "namespace-labels", "", "labels of the namespaces that have no Namespace object in the input: key=value,...")
-	fl.StringVarP(&f.output, "output", "o", formats[0], "output format: "+strings.Join(formats, " or "))
+	fl.StringVar(&f.config, names.FlagConfig, "", "engine configuration file (YAML), as given to graft serve")
+	fl.StringVar(&f.templatesDir, names.FlagTemplatesDir, "", "directory of templates overlaying the built-in ones")
+	fl.StringVarP(&f.namespace, names.FlagNamespace, "n", "", `namespace for objects that name none (default "default"; for a live KIND/NAME, the kubeconfig context's)`)
+	fl.StringVar(&f.namespaceLabels, names.FlagNamespaceLabels, "", "labels of the namespaces that have no Namespace object in the input: key=value,...")
+	fl.StringVarP(&f.output, names.FlagOutput, names.FlagOutputShort, formats[0], "output format: "+strings.Join(formats, " or "))
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "say nothing on stderr but warnings and errors")
 	_ = cmd.RegisterFlagCompletionFunc("profile", completeProfiles)
 	_ = cmd.RegisterFlagCompletionFunc("revision", completeRevisions)
@@ -71,7 +71,7 @@ func (f *offlineFlags) open(cmd *cobra.Command, args []string) (*offline.Run, er
 		Quiet:        f.quiet,
 		HTTP:         &http.Client{Timeout: manifest.URLTimeout},
 	}
-	if cmd.Flags().Changed("namespace-labels") {
+	if cmd.Flags().Changed(names.FlagNamespaceLabels) {
 		var err error
 		if o.NamespaceLabels, err = parseLabels(f.namespaceLabels); err != nil {
 			return nil, err
@@ -117,11 +117,11 @@ func checkFormat(format string, allowed ...string) error {
 // manifests (inject, uninject): where the result goes.
 func registerOutputFlags(cmd *cobra.Command, outputFile *string, inPlace *bool) {
 	cmd.Flags().StringVar(outputFile, "output-file", "", "write the output to this file (atomically) instead of stdout")
-	cmd.Flags().BoolVar(inPlace, "in-place", false, "rewrite each changed input file (atomically, all files or none)")
+	cmd.Flags().BoolVar(inPlace, names.FlagInPlace, false, "rewrite each changed input file (atomically, all files or none)")
 }
 
 func checkInPlaceFlags(cmd *cobra.Command, inPlace bool, outputFile string) error {
-	if inPlace && (outputFile != "" || cmd.Flags().Changed("output")) {
+	if inPlace && (outputFile != "" || cmd.Flags().Changed(names.FlagOutput)) {
 		return errors.New("--in-place writes each file in its own format: give neither --output-file nor -o with it")
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graftdev/graft/config"
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/internal/registration"
 )
 
@@ -87,10 +88,10 @@ entries of templates of your own.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&configFile, "config", "", "configuration file (YAML), as given to graft serve")
-	fl.StringVar(&templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones (default: the config file's server.templatesDir)")
-	fl.StringVarP(&o.Namespace, "namespace", "n", "graft-system", "graft's namespace: never checked, and named in the messages")
-	fl.StringVar(&o.Service, "service", "graft", "name of graft's Service, which starts the policies' names")
+	fl.StringVar(&configFile, names.FlagConfig, "", "configuration file (YAML), as given to graft serve")
+	fl.StringVar(&templatesDir, names.FlagTemplatesDir, "", "directory of templates overlaying the built-in ones (default: the config file's server.templatesDir)")
+	fl.StringVarP(&o.Namespace, names.FlagNamespace, "n", names.SystemNamespace, "graft's namespace: never checked, and named in the messages")
+	fl.StringVar(&o.Service, "service", names.ServiceName, "name of graft's Service, which starts the policies' names")
 	fl.BoolVar(&checks, "checks", false, "write what the policies compare of each template (built-in, overlaid by --templates-dir) as JSON instead")
 	fl.BoolVar(&tpl, "chart-template", false, "write the policies' assembly, the Helm chart's templates/_guarantee.tpl, instead")
 	_ = fl.MarkHidden("chart-template")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/internal/redirect/cni"
 )
 
@@ -81,7 +82,7 @@ func newRootCmd() *cobra.Command {
 	root.SetVersionTemplate(buildInfo().String())
 	// --version without cobra's -v: kubectl's -v is its verbosity, and a
 	// user's habit must not print a version instead.
-	root.Flags().Bool("version", false, "print graft's version (as graft version does)")
+	root.Flags().Bool(names.FlagVersion, false, "print graft's version (as graft version does)")
 	root.AddCommand(
 		newServeCmd(),
 		newInjectCmd(),

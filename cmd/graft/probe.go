@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graftdev/graft/internal/bounded"
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/internal/probe"
 )
 
@@ -44,7 +45,7 @@ reached.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.caFile, "ca-file", "", "PEM CA certificates to verify graft's certificate with (default: the system's)")
-	fl.StringVarP(&f.namespace, "namespace", "n", "graft-probe", "namespace of the Pod in the review (graft must not exclude it)")
+	fl.StringVarP(&f.namespace, names.FlagNamespace, "n", "graft-probe", "namespace of the Pod in the review (graft must not exclude it)")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long to wait for the answer")
 	return cmd
 }

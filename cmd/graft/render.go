@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/internal/offline"
 )
 
@@ -41,10 +42,10 @@ the fragment graft would add to a Pod.`,
 			return err
 		},
 	}
-	cmd.Flags().StringArrayVar(&sets, "set", nil, "set a parameter: param=value (repeatable)")
-	cmd.Flags().StringVar(&configFile, "config", "", "configuration file, as given to graft serve: its server.templatesDir is used")
-	cmd.Flags().StringVar(&templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones (default: the config file's server.templatesDir)")
-	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
+	cmd.Flags().StringArrayVar(&sets, names.FlagSet, nil, "set a parameter: param=value (repeatable)")
+	cmd.Flags().StringVar(&configFile, names.FlagConfig, "", "configuration file, as given to graft serve: its server.templatesDir is used")
+	cmd.Flags().StringVar(&templatesDir, names.FlagTemplatesDir, "", "directory of templates overlaying the built-in ones (default: the config file's server.templatesDir)")
+	cmd.Flags().StringVarP(&output, names.FlagOutput, names.FlagOutputShort, "yaml", "output format: yaml or json")
 	registerFormats(cmd, "yaml", "json")
 	return cmd
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/graftdev/graft/audit"
 	"github.com/graftdev/graft/internal/live"
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/rollout"
 )
 
@@ -97,23 +98,23 @@ aside); 1 an error; 4 a rollout failed or timed out and the run stopped;
 	fl := cmd.Flags()
 	f.cluster.register(cmd)
 	f.cluster.registerGraft(cmd)
-	fl.StringVarP(&f.namespace, "namespace", "n", "", "namespace to roll out (default: the kubeconfig context's)")
+	fl.StringVarP(&f.namespace, names.FlagNamespace, "n", "", "namespace to roll out (default: the kubeconfig context's)")
 	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "roll out every namespace")
-	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
+	fl.StringVarP(&f.output, names.FlagOutput, names.FlagOutputShort, "table", "output format: table or json")
 	fl.StringVar(&f.classes, "classes", "stale,missing", "audit classes whose Pods put their owner on the plan: stale, missing or both")
 	fl.StringVar(&f.dryRun, "dry-run", "client", "client: only plan; server: also have the API server accept each change, persisting nothing; none: act (as --apply)")
 	fl.Lookup("dry-run").NoOptDefVal = "client"
-	fl.BoolVar(&f.apply, "apply", false, "carry out the plan (--dry-run=none)")
+	fl.BoolVar(&f.apply, names.FlagApply, false, "carry out the plan (--dry-run=none)")
 	fl.BoolVar(&f.yes, "yes", false, "act on more than one namespace without being asked to confirm")
 	registerFormats(cmd, "table", "json")
 	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions([]string{"none", "client", "server"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("classes", cobra.FixedCompletions([]string{"stale", "missing", "stale,missing"}, cobra.ShellCompDirectiveNoFileComp))
-	fl.BoolVar(&f.inPlace, "in-place", false, "upgrade Pods whose new revision changes only native sidecars' images in place, without a restart")
+	fl.BoolVar(&f.inPlace, names.FlagInPlace, false, "upgrade Pods whose new revision changes only native sidecars' images in place, without a restart")
 	fl.IntVar(&f.maxConcurrent, "max-concurrent", 1, "owners rolled out at once")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long each owner's rollout may take")
 	fl.Int64Var(&f.chunkSize, "chunk-size", 500, "objects per LIST page")
-	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve (default: the one graft's Deployment mounts)")
-	fl.StringVar(&f.templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
+	fl.StringVar(&f.config, names.FlagConfig, "", "engine configuration file (YAML), as given to graft serve (default: the one graft's Deployment mounts)")
+	fl.StringVar(&f.templatesDir, names.FlagTemplatesDir, "", "directory of templates overlaying the built-in ones")
 	return cmd
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/graftdev/graft/config"
 	"github.com/graftdev/graft/internal/live"
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/webhook"
 )
 
@@ -48,10 +49,10 @@ delay at once.`,
 				}
 				set("addr", &s.Addr, flags.Addr)
 				set("admin-addr", &s.AdminAddr, flags.AdminAddr)
-				set("tls-cert", &s.TLSCert, flags.TLSCert)
-				set("tls-key", &s.TLSKey, flags.TLSKey)
+				set(names.FlagTLSCert, &s.TLSCert, flags.TLSCert)
+				set(names.FlagTLSKey, &s.TLSKey, flags.TLSKey)
 				set("client-ca", &s.ClientCA, flags.ClientCA)
-				set("templates-dir", &s.TemplatesDir, flags.TemplatesDir)
+				set(names.FlagTemplatesDir, &s.TemplatesDir, flags.TemplatesDir)
 				set("log-level", &s.LogLevel, flags.LogLevel)
 				if fs.Changed("drain-delay") {
 					s.DrainDelay = config.Duration{Duration: drainDelay}
@@ -91,13 +92,13 @@ delay at once.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&configPath, "config", "", "YAML config file (engine profiles and a server: section); watched for changes")
+	f.StringVar(&configPath, names.FlagConfig, "", "YAML config file (engine profiles and a server: section); watched for changes")
 	f.StringVar(&flags.Addr, "addr", config.DefaultAddr, "TLS listen address of the webhook")
-	f.StringVar(&flags.AdminAddr, "admin-addr", config.DefaultAdminAddr, "plain-HTTP address for /metrics, /healthz and /readyz")
-	f.StringVar(&flags.TLSCert, "tls-cert", "", "serving certificate (PEM); reloaded when it changes")
-	f.StringVar(&flags.TLSKey, "tls-key", "", "serving key (PEM); reloaded when it changes")
+	f.StringVar(&flags.AdminAddr, "admin-addr", config.DefaultAdminAddr, "plain-HTTP address for /metrics, /healthz, /readyz and /version")
+	f.StringVar(&flags.TLSCert, names.FlagTLSCert, "", "serving certificate (PEM); reloaded when it changes")
+	f.StringVar(&flags.TLSKey, names.FlagTLSKey, "", "serving key (PEM); reloaded when it changes")
 	f.StringVar(&flags.ClientCA, "client-ca", "", "require client certificates signed by these CAs (PEM)")
-	f.StringVar(&flags.TemplatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones; watched for changes")
+	f.StringVar(&flags.TemplatesDir, names.FlagTemplatesDir, "", "directory of templates overlaying the built-in ones; watched for changes")
 	f.StringVar(&flags.LogLevel, "log-level", "info", "debug, info, warn or error")
 	f.DurationVar(&drainDelay, "drain-delay", config.DefaultDrainDelay,
 		"after SIGTERM, keep serving this long (not ready, closing each connection after its answer) before closing the listener")

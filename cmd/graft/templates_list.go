@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/internal/offline"
 )
 
@@ -69,9 +70,9 @@ injects. -o json gives the same as a list, for machines.`,
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().StringVar(&configFile, "config", "", "configuration file, as given to graft serve: its profiles, and its server.templatesDir")
-	cmd.Flags().StringVar(&templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones (default: the config file's server.templatesDir)")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().StringVar(&configFile, names.FlagConfig, "", "configuration file, as given to graft serve: its profiles, and its server.templatesDir")
+	cmd.Flags().StringVar(&templatesDir, names.FlagTemplatesDir, "", "directory of templates overlaying the built-in ones (default: the config file's server.templatesDir)")
+	cmd.Flags().StringVarP(&output, names.FlagOutput, names.FlagOutputShort, "table", "output format: table or json")
 	registerFormats(cmd, "table", "json")
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graftdev/graft/internal/manifest"
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/internal/offline"
 )
 
@@ -62,9 +63,9 @@ error. uninject of inject's output gives back inject's input.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringArrayVarP(&files, "filename", "f", nil, "manifest file, directory of manifests, http(s) URL, or - for stdin (repeatable; also as arguments)")
-	fl.BoolVarP(&recursive, "recursive", "R", false, "read the directories' subdirectories too")
-	fl.StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
+	fl.StringArrayVarP(&files, names.FlagFilename, names.FlagFilenameShort, nil, "manifest file, directory of manifests, http(s) URL, or - for stdin (repeatable; also as arguments)")
+	fl.BoolVarP(&recursive, names.FlagRecursive, names.FlagRecursiveShort, false, "read the directories' subdirectories too")
+	fl.StringVarP(&output, names.FlagOutput, names.FlagOutputShort, "yaml", "output format: yaml or json")
 	registerFormats(cmd, "yaml", "json")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "say nothing on stderr but warnings and errors")
 	registerOutputFlags(cmd, &outputFile, &inPlace)

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graftdev/graft/internal/buildinfo"
+	"github.com/graftdev/graft/internal/names"
 )
 
 // maxServerVersion bounds what `graft version --server` reads: /version
@@ -76,7 +77,7 @@ prints this binary's version only, as kubectl version --client does.
 	}
 	cmd.Flags().StringVar(&server, "server", "", "also print the version of the graft serving this admin address (http://host:port)")
 	cmd.Flags().BoolVar(&client, "client", false, "print this binary's version only (the default without --server)")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or yaml")
+	cmd.Flags().StringVarP(&output, names.FlagOutput, names.FlagOutputShort, "text", "output format: text, json or yaml")
 	registerFormats(cmd, "text", "json", "yaml")
 	return cmd
 }

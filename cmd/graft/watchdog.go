@@ -4,20 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
 	"github.com/graftdev/graft/audit"
+	"github.com/graftdev/graft/internal/admin"
 	"github.com/graftdev/graft/internal/live"
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/internal/offline"
 	"github.com/graftdev/graft/rollout"
 	"github.com/graftdev/graft/webhook"
@@ -58,8 +57,8 @@ Pods of Jobs and bare Pods get a Warning Event, never a restart. Each
 restart gets an Event on its owner.
 
 Replicas elect a leader with a coordination.k8s.io Lease: only the leader
-acts. Metrics (graft_watchdog_*) and /healthz are served on
---metrics-addr. docs/tasks/rollout.md lists the RBAC it needs.`,
+acts. Metrics (graft_watchdog_*), /healthz, /readyz and /version are
+served on --metrics-addr. docs/tasks/rollout.md lists the RBAC it needs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runWatchdog(cmd, &f)
@@ -67,13 +66,13 @@ acts. Metrics (graft_watchdog_*) and /healthz are served on
 	}
 	fl := cmd.Flags()
 	f.cluster.register(cmd)
-	fl.StringVar(&f.config, "config", "", "engine configuration file (YAML), as given to graft serve")
-	fl.StringVar(&f.templatesDir, "templates-dir", "", "directory of templates overlaying the built-in ones")
+	fl.StringVar(&f.config, names.FlagConfig, "", "engine configuration file (YAML), as given to graft serve")
+	fl.StringVar(&f.templatesDir, names.FlagTemplatesDir, "", "directory of templates overlaying the built-in ones")
 	fl.DurationVar(&f.grace, "grace", 2*time.Minute, "how long after its creation a Pod admitted without graft is left before its owner is restarted")
 	fl.IntVar(&f.maxRestarts, "max-restarts-per-minute", 30, "restarts allowed per minute, across the cluster")
 	fl.DurationVar(&f.retry, "retry", 10*time.Second, "how soon a Pod whose owner could not be restarted is looked at again")
 	fl.DurationVar(&f.rolloutTimeout, "rollout-timeout", 10*time.Minute, "how long a restarted owner's Pods are left to be replaced before it is restarted again")
-	fl.StringVar(&f.metricsAddr, "metrics-addr", ":9092", "plain-HTTP address for /metrics and /healthz")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", ":9092", "plain-HTTP address for /metrics, /healthz, /readyz and /version")
 	fl.StringVar(&f.leaseNamespace, "lease-namespace", "", "namespace of the leader-election Lease (default: the namespace the watchdog runs in)")
 	fl.StringVar(&f.leaseName, "lease-name", "graft-watchdog", "name of the leader-election Lease")
 	fl.StringVar(&f.identity, "identity", "", "this replica's name in the Lease (default: $POD_NAME, else the host name)")
@@ -115,37 +114,25 @@ func runWatchdog(cmd *cobra.Command, f *watchdogFlags) error {
 	ctx, stop := signal.NotifyContext(commandContext(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	ln, err := net.Listen("tcp", f.metricsAddr)
+	srv, err := adminPort("metrics-addr", f.metricsAddr, admin.Options{Metrics: admin.Gathered(reg), ErrorLog: zap.NewStdLog(log.Named("admin"))})
 	if err != nil {
-		return fmt.Errorf("--metrics-addr: %w", err)
+		return err
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", zap.Error(err))
-		}
-	}()
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
 
 	wd := cluster.NewWatchdog(audit.New(engine), metrics, live.WatchdogOptions{Grace: f.grace, MaxRestartsPerMinute: f.maxRestarts,
 		Retry: f.retry, RolloutTimeout: f.rolloutTimeout, Now: time.Now, Log: log})
 	log.Info("watchdog starting", zap.String("identity", id), zap.String("lease", cluster.Namespace()+"/"+f.leaseName),
-		zap.Stringer("metrics", ln.Addr()))
-	return cluster.LeaderElect(ctx, f.leaseName, id, func(ctx context.Context) {
-		metrics.Leader.Set(1)
-		log.Info("leading: watching namespaces")
-		if err := wd.Run(ctx); err != nil {
-			log.Error("watchdog", zap.Error(err))
-		}
-	}, func() {
-		metrics.Leader.Set(0)
-		log.Info("not leading")
+		zap.Stringer("metrics", srv.Addr()))
+	return srv.While(ctx, func(ctx context.Context) error {
+		return cluster.LeaderElect(ctx, f.leaseName, id, func(ctx context.Context) {
+			metrics.Leader.Set(1)
+			log.Info("leading: watching namespaces")
+			if err := wd.Run(ctx); err != nil {
+				log.Error("watchdog", zap.Error(err))
+			}
+		}, func() {
+			metrics.Leader.Set(0)
+			log.Info("not leading")
+		})
 	})
 }

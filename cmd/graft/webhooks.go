@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graftdev/graft/config"
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/internal/registration"
 )
 
@@ -43,8 +44,8 @@ moving a tag needs no new registration.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&configFile, "config", "", "configuration file (YAML), as given to graft serve")
-	fl.StringVar(&o.Service, "service", "graft", "name of graft's Service")
-	fl.StringVarP(&o.Namespace, "namespace", "n", "graft-system", "graft's namespace: its Service's, and never sent to graft")
+	fl.StringVar(&configFile, names.FlagConfig, "", "configuration file (YAML), as given to graft serve")
+	fl.StringVar(&o.Service, "service", names.ServiceName, "name of graft's Service")
+	fl.StringVarP(&o.Namespace, names.FlagNamespace, "n", names.SystemNamespace, "graft's namespace: its Service's, and never sent to graft")
 	return cmd
 }

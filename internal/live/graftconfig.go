@@ -94,24 +94,24 @@ func readMounted(ctx context.Context, c kubernetes.Interface, dep *appsv1.Deploy
 		return nil, fmt.Errorf("%s runs no graft serve container", what)
 	}
 	m := readConfigMaps(ctx, c, dep.Namespace, ctr, dep.Spec.Template.Spec.Volumes)
-	out := &GraftConfig{TemplatesDir: flags["templates-dir"], Templates: m.templates}
+	out := &GraftConfig{TemplatesDir: flags[names.FlagTemplatesDir], Templates: m.templates}
 	var templatesFrom string
 	if out.TemplatesDir != "" {
 		_, from, err := m.files(out.TemplatesDir)
 		if err != nil {
-			return nil, fmt.Errorf("%s: --templates-dir %s: %w", what, out.TemplatesDir, err)
+			return nil, fmt.Errorf("%s: --%s %s: %w", what, names.FlagTemplatesDir, out.TemplatesDir, err)
 		}
 		templatesFrom = " with the templates of " + from
 	}
-	configPath := flags["config"]
+	configPath := flags[names.FlagConfig]
 	if configPath == "" {
-		out.Source = fmt.Sprintf("built-in%s, as %s runs graft serve without --config", templatesFrom, what)
+		out.Source = fmt.Sprintf("built-in%s, as %s runs graft serve without --%s", templatesFrom, what, names.FlagConfig)
 		out.File = config.Default()
 		return out, nil
 	}
 	data, from, err := m.file(configPath)
 	if err != nil {
-		return nil, fmt.Errorf("%s: --config %s: %w", what, configPath, err)
+		return nil, fmt.Errorf("%s: --%s %s: %w", what, names.FlagConfig, configPath, err)
 	}
 	if len(data) > config.MaxFileBytes {
 		return nil, fmt.Errorf("%s: over %d bytes", from, config.MaxFileBytes)

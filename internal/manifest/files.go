@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // CheckInPlace refuses inputs that WriteInPlace cannot rewrite: stdin, and
@@ -15,7 +17,7 @@ func CheckInPlace(files []*File) error {
 	seen := map[string]bool{}
 	for _, f := range files {
 		if f.path == "" {
-			return fmt.Errorf("--in-place cannot rewrite %s", f.name)
+			return fmt.Errorf("--%s cannot rewrite %s", names.FlagInPlace, f.name)
 		}
 		real, err := filepath.EvalSymlinks(f.path)
 		if err != nil {
@@ -25,7 +27,7 @@ func CheckInPlace(files []*File) error {
 			real = abs
 		}
 		if seen[real] {
-			return fmt.Errorf("--in-place: %s is given twice", f.path)
+			return fmt.Errorf("--%s: %s is given twice", names.FlagInPlace, f.path)
 		}
 		seen[real] = true
 		f.path = real

@@ -24,6 +24,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/graftdev/graft/internal/bounded"
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/internal/yamlerr"
 )
 
@@ -155,7 +156,7 @@ type Sources struct {
 // every input's problems (JoinProblems).
 func ReadInputs(inputs []string, recursive bool, src Sources) ([]*File, error) {
 	if len(inputs) == 0 {
-		return nil, errors.New("no input: name files or directories, or - for stdin (also with -f)")
+		return nil, errors.New("no input: name files or directories, or - for stdin (also with -" + names.FlagFilenameShort + ")")
 	}
 	var files []*File
 	var errs []error
@@ -270,7 +271,7 @@ func expandInput(in string, recursive bool) ([]string, error) {
 	if len(files) == 0 {
 		hint := ""
 		if !recursive {
-			hint = " (-R reads subdirectories too)"
+			hint = " (-" + names.FlagRecursiveShort + " reads subdirectories too)"
 		}
 		return nil, fmt.Errorf("%s: no .yaml, .yml or .json files%s", in, hint)
 	}

@@ -1,6 +1,9 @@
-// Package names is the one home of every label, annotation and annotation
-// prefix graft reads or writes on objects users own. Code that reads or
-// writes one of them names it from here, so a rename is one edit and
+// Package names is the one home of every name users see: the labels,
+// annotations and annotation prefixes graft reads or writes on objects
+// users own, the namespace and names deploy/ installs graft under, and
+// the command-line flags that messages outside cmd/graft name. Code that
+// uses one of them names it from here, so a rename is one edit (for a
+// flag, cmd/graft defines it with the same constant) and
 // docs/reference/names.md (generated from All) cannot drift from the code.
 //
 // The constants are plain strings so the engine's allocation-free scanner
@@ -57,6 +60,9 @@ const (
 	// graft watchdog: owners of Pods admitted without graft are
 	// restarted.
 	Watchdog = Prefix + "watchdog"
+	// ExportProfile marks the admission policies `graft export` writes
+	// with the profile they were compiled from.
+	ExportProfile = "export.graft.dev/profile"
 )
 
 // Values of Inject.
@@ -74,9 +80,6 @@ const (
 	Status = Prefix + "status"
 	// Templates overrides the profile's template list, where allowed.
 	Templates = Prefix + "templates"
-	// ExportProfile marks the admission policies `graft export` writes
-	// with the profile they were compiled from.
-	ExportProfile = "export.graft.dev/profile"
 	// RedirectPrefix starts the annotations the mesh-proxy template writes
 	// (trafficRedirect: cni) for graft's CNI plugin, graft-cni, which
 	// redirects the Pod's traffic as they say (redirect.graft.dev/mode,
@@ -109,11 +112,12 @@ const (
 	RestartedAt = "kubectl.kubernetes.io/restartedAt"
 	// AppNameLabel is Kubernetes' recommended label for an application's
 	// name: deploy/ puts AppName on graft's Deployment, and the live
-	// commands find graft's Deployment by it.
+	// commands find graft's Deployment by it. graft puts it on every
+	// object it writes.
 	AppNameLabel = "app.kubernetes.io/name"
-	// AppInstanceLabel is the recommended label for one install of an
-	// application (a Helm release's name).
-	AppInstanceLabel = "app.kubernetes.io/instance"
+	// ManagedByLabel is the recommended label for the tool that manages
+	// an object: ExportManager on the policies `graft export` writes.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
 )
 
 // What deploy/ calls graft and where it installs it.
@@ -122,6 +126,35 @@ const (
 	AppName = "graft"
 	// SystemNamespace is the namespace deploy/ installs graft in.
 	SystemNamespace = "graft-system"
+	// ServiceName is the name of graft's Service: the webhooks call it,
+	// and its DNS names are on the serving certificate.
+	ServiceName = "graft"
+	// ExportManager is the app.kubernetes.io/managed-by of the policies
+	// `graft export` writes.
+	ExportManager = "graft-export"
+)
+
+// Flags of graft's commands that messages outside cmd/graft name (as
+// "--"+FlagConfig, or "-"+a shorthand). cmd/graft defines each flag with
+// its constant, so renaming one renames every message that names it.
+const (
+	FlagConfig          = "config"
+	FlagTemplatesDir    = "templates-dir"
+	FlagTLSCert         = "tls-cert"
+	FlagTLSKey          = "tls-key"
+	FlagNamespace       = "namespace"
+	FlagNamespaceLabels = "namespace-labels"
+	FlagSet             = "set"
+	FlagInPlace         = "in-place"
+	FlagApply           = "apply"
+	FlagKustomize       = "kustomize"
+	FlagFilename        = "filename"
+	FlagFilenameShort   = "f"
+	FlagRecursive       = "recursive"
+	FlagRecursiveShort  = "R"
+	FlagOutput          = "output"
+	FlagOutputShort     = "o"
+	FlagVersion         = "version"
 )
 
 // Kind says what a name is put on and how.

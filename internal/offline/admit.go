@@ -352,7 +352,7 @@ func denyMessage(resp *admissionv1.AdmissionResponse) string {
 func (a *admitter) namespaceFor(spot manifest.PodSpot) (string, error) {
 	switch {
 	case spot.Namespace != "" && a.namespace != "" && spot.Namespace != a.namespace:
-		return "", fmt.Errorf("namespace %q of the object does not match --namespace %q", spot.Namespace, a.namespace)
+		return "", fmt.Errorf("namespace %q of the object does not match --%s %q", spot.Namespace, names.FlagNamespace, a.namespace)
 	case spot.Namespace != "":
 		return spot.Namespace, nil
 	case a.namespace != "":

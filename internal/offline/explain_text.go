@@ -105,11 +105,11 @@ func labelText(ex *Explanation) string {
 	case fromNamespace:
 		return label + " (its Namespace object in the input)"
 	case fromFlag:
-		return label + " (--namespace-labels)"
+		return label + " (" + fromFlag + ")"
 	case fromCluster:
 		return label + " (its Namespace in the cluster)"
 	}
-	return label + " (assumed: no Namespace object in the input, no --namespace-labels)"
+	return label + " (assumed: no Namespace object in the input, no " + fromFlag + ")"
 }
 
 func orNone(s string) string {
@@ -167,7 +167,7 @@ func writeDiffering(w io.Writer, pods []ExplainedPod) {
 	fmt.Fprintf(w, "  pods that differ from what graft would inject now:\n")
 	for i, p := range differ {
 		if i == maxDiffering {
-			fmt.Fprintf(w, "    ... and %d more (-o json lists every Pod)\n", len(differ)-maxDiffering)
+			fmt.Fprintf(w, "    ... and %d more (-%s json lists every Pod)\n", len(differ)-maxDiffering, names.FlagOutputShort)
 			break
 		}
 		fmt.Fprintf(w, "    - %s: %s\n", p.Name, p.text())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/graftdev/graft/inject"
 	"github.com/graftdev/graft/internal/manifest"
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/internal/suggest"
 	"github.com/graftdev/graft/templates"
 )
@@ -47,11 +48,11 @@ func checkSets(t *templates.Template, overrides map[string]string) error {
 	for _, name := range slices.Sorted(maps.Keys(overrides)) {
 		p, ok := t.Param(name)
 		if !ok {
-			errs = append(errs, fmt.Errorf("--set %s: template %s has no parameter %q%s", name, t.Name, name, suggest.Hint(name, params, "its parameters")))
+			errs = append(errs, fmt.Errorf("--%s %s: template %s has no parameter %q%s", names.FlagSet, name, t.Name, name, suggest.Hint(name, params, "its parameters")))
 			continue
 		}
 		if _, err := p.Parse(overrides[name]); err != nil {
-			errs = append(errs, fmt.Errorf("--set %s=%q: %s", name, overrides[name], err))
+			errs = append(errs, fmt.Errorf("--%s %s=%q: %s", names.FlagSet, name, overrides[name], err))
 		}
 	}
 	return manifest.JoinProblems(errs...)

@@ -18,10 +18,10 @@ func neverSelected() []string { return audit.NeverSelected() }
 
 // Where a namespace's labels come from.
 const (
-	fromNamespace = "Namespace"          // a Namespace object in the input
-	fromFlag      = "--namespace-labels" // the flag
-	fromAssumed   = "assumed"            // neither: --profile or the default profile
-	fromCluster   = "cluster"            // the namespace in the cluster (explain KIND/NAME)
+	fromNamespace = "Namespace"                      // a Namespace object in the input
+	fromFlag      = "--" + names.FlagNamespaceLabels // the flag
+	fromAssumed   = "assumed"                        // neither: --profile or the default profile
+	fromCluster   = "cluster"                        // the namespace in the cluster (explain KIND/NAME)
 )
 
 // selector decides, as the API server does with the shipped webhook
@@ -71,7 +71,7 @@ func (s *selector) selectFor(ns string) selection {
 	if labels == nil {
 		return selection{profile: s.assumed, revision: s.revision, label: s.labelFor(s.assumed), from: fromAssumed}
 	}
-	source := "--namespace-labels"
+	source := fromFlag
 	if from == fromNamespace {
 		source = "its Namespace object"
 	}
@@ -87,8 +87,8 @@ func (s *selector) labelFor(profile string) string {
 
 // assumption says what was assumed for a namespace without labels.
 func (s *selector) assumption(ns string) string {
-	return fmt.Sprintf("namespace %s: no Namespace object in the input and no --namespace-labels: assuming %s=%s (profile %s)",
-		ns, names.Inject, s.labelFor(s.assumed), s.assumed)
+	return fmt.Sprintf("namespace %s: no Namespace object in the input and no %s: assuming %s=%s (profile %s)",
+		ns, fromFlag, names.Inject, s.labelFor(s.assumed), s.assumed)
 }
 
 // declareNamespaces records the labels of every v1 Namespace in docs

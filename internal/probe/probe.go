@@ -47,7 +47,7 @@ func NewReview(namespace string) (Review, error) {
 	pod, err := json.Marshal(map[string]any{
 		"apiVersion": "v1", "kind": "Pod",
 		"metadata": map[string]any{"generateName": "graft-probe-", "namespace": namespace,
-			"labels": map[string]string{"app.kubernetes.io/name": "graft-probe"}},
+			"labels": map[string]string{names.AppNameLabel: "graft-probe"}},
 		"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "registry.invalid/graft-probe:1"}}},
 	})
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // cliIntro is the hand-written part of docs/reference/cli.md: what holds
@@ -14,15 +16,15 @@ const cliIntro = `# graft command line
 
 <!-- Generated from the commands' help by ` + "`go test ./cmd/graft -run TestCLIReference -update-docs`" + ` (or ` + "`make docs`" + `); edit the commands, not this file. -->
 
-Every command below is one binary, ` + "`graft`" + `. ` + "`graft --version`" + ` and ` + "`graft version`" + `
+Every command below is one binary, ` + "`graft`" + `. ` + "`graft --" + names.FlagVersion + "`" + ` and ` + "`graft version`" + `
 print the version a release build stamped, else what the Go toolchain
 recorded (a ` + "`go install`" + ` of a tag prints the tag), the commit, its time and the Go
 version.
 
-**Inputs** (` + "`inject`" + `, ` + "`explain`" + `, ` + "`uninject`" + `): files, directories (` + "`-R`" + ` for their
+**Inputs** (` + "`inject`" + `, ` + "`explain`" + `, ` + "`uninject`" + `): files, directories (` + "`-" + names.FlagRecursiveShort + "`" + ` for their
 subdirectories), ` + "`-`" + ` for stdin, or ` + "`http://`" + ` and ` + "`https://`" + ` URLs, fetched with a
 30 s timeout and refused past 32 MiB, like a file; a URL cannot be
-rewritten ` + "`--in-place`" + `.
+rewritten ` + "`--" + names.FlagInPlace + "`" + `.
 
 **YAML 1.1.** kubectl reads manifests as YAML 1.1, where an unquoted ` + "`y`" + `,
 ` + "`yes`" + `, ` + "`on`" + `, ` + "`n`" + `, ` + "`no`" + ` or ` + "`off`" + ` (in any of their three cases) is a boolean,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/graftdev/graft/config"
 	"github.com/graftdev/graft/inject"
+	"github.com/graftdev/graft/internal/names"
 )
 
 // configNode is the configuration file's shape with every default, read
@@ -74,8 +75,8 @@ func configReference(root string) ([]byte, error) {
 	b.WriteString("# Configuration reference\n\n")
 	b.WriteString(generatedBy("the types of config/ and inject/ and their doc comments"))
 	b.WriteString("graft reads one YAML file, `" + config.APIVersion + "` `" + config.Kind + "`: `graft serve\n" +
-		"--config FILE` watches and reloads it, and `graft inject`, `graft explain` and\n" +
-		"`graft render` take the same file with `--config`. The engine's settings are at\n" +
+		"--" + names.FlagConfig + " FILE` watches and reloads it, and `graft inject`, `graft explain` and\n" +
+		"`graft render` take the same file with `--" + names.FlagConfig + "`. The engine's settings are at\n" +
 		"the top level, `graft serve`'s under `server:`. Parsing is strict: an unknown\n" +
 		"key, a key given twice or a value of the wrong type is an error naming the file,\n" +
 		"the line and the key (and, for a misspelt key, the nearest valid one). A file\n" +
@@ -83,7 +84,7 @@ func configReference(root string) ([]byte, error) {
 		"flags of `graft serve` win over `server:`. The Helm chart takes this file under\n" +
 		"its `config` value.\n\n" +
 		"A file that holds no configuration (empty, only comments or blank lines, or\n" +
-		"`null`) is an error, at start and on a reload: give no `--config` for the\n" +
+		"`null`) is an error, at start and on a reload: give no `--" + names.FlagConfig + "` for the\n" +
 		"built-in defaults. A reload that fails (such a file, a file cut short, any\n" +
 		"error) is logged, counted in `graft_config_reloads_total{result=\"error\"}`, and\n" +
 		"the running configuration keeps serving. Replace the file atomically: write the\n" +

@@ -25,6 +25,7 @@ func Generate(root string) ([]File, error) {
 		{"docs/reference/templates.md", templatesReference},
 		{"docs/reference/names.md", namesReference},
 		{ChartSchema, chartSchema},
+		{Layout, layoutImports},
 	} {
 		data, err := g.gen(root)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/graftdev/graft/internal/names"
 	"github.com/graftdev/graft/templates"
 )
 
@@ -82,7 +83,7 @@ func templatesReference(root string) ([]byte, error) {
 	out.WriteString(generatedBy("the types of templates/ and their doc comments"))
 	out.WriteString("A template is one YAML file, `<name>.yaml`, that says what graft adds to a Pod.\n" +
 		"graft embeds its built-in templates ([templates/README.md](../../templates/README.md)\n" +
-		"describes each); `graft serve --templates-dir DIR` (or `server.templatesDir`)\n" +
+		"describes each); `graft serve --" + names.FlagTemplatesDir + " DIR` (or `server.templatesDir`)\n" +
 		"loads every `*.yaml` file of `DIR` over them, a file of a built-in template's name\n" +
 		"replacing it, and reloads them when they change. A template is checked when it\n" +
 		"is loaded: its keys strictly, its parameters' declarations, and its fragment\n" +

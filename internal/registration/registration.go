@@ -28,7 +28,7 @@ import (
 const (
 	// nameSuffix ends every webhook's name: <profile>.inject.graft.dev,
 	// <profile>.<revision-or-tag>.rev.inject.graft.dev.
-	nameSuffix    = ".inject.graft.dev"
+	nameSuffix    = ".inject." + names.Domain
 	revNameSuffix = ".rev" + nameSuffix
 	// levelNamePrefix marks the webhook of one Pod Security level:
 	// <profile>[.<rev>.rev].psa-<level>.inject.graft.dev.
@@ -45,8 +45,8 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
-	o.Service = cmp.Or(o.Service, "graft")
-	o.Namespace = cmp.Or(o.Namespace, "graft-system")
+	o.Service = cmp.Or(o.Service, names.ServiceName)
+	o.Namespace = cmp.Or(o.Namespace, names.SystemNamespace)
 }
 
 // Webhooks returns the registration for f, a parsed configuration.
@@ -63,7 +63,7 @@ func Webhooks(f config.File, o Options) (*admissionv1.MutatingWebhookConfigurati
 	g := generator{f: &f, o: o, excluded: excluded}
 	mwc := &admissionv1.MutatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
-		ObjectMeta: metav1.ObjectMeta{Name: "graft", Labels: map[string]string{"app.kubernetes.io/name": "graft"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "graft", Labels: map[string]string{names.AppNameLabel: names.AppName}},
 	}
 	routes := append(f.RevisionNames(), f.TagNames()...)
 	for _, profile := range profileOrder(&f) {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/graftdev/graft/internal/names"
 )
 
 // Files written by WriteKustomize, read by deploy/overlays/self-signed.
@@ -111,7 +113,7 @@ func (b *Bundle) Manifests(o KustomizeOptions) (secret, caBundle []byte, err err
 	if err != nil {
 		return nil, nil, err
 	}
-	labels := map[string]string{"app.kubernetes.io/name": "graft"}
+	labels := map[string]string{names.AppNameLabel: names.AppName}
 	enc := base64.StdEncoding.EncodeToString
 	secret, err = manifest("# graft's serving certificate and key, written by `graft certs`.\n# It holds a private key: keep it out of version control.\n", object{
 		APIVersion: "v1",

@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/graftdev/graft/export"
@@ -28,6 +30,29 @@ func (c *Cluster) CreatePolicies(ctx context.Context, p *export.Policies) error 
 		}
 	}
 	return nil
+}
+
+// DeletePolicies deletes what CreatePolicies created, as `kubectl delete`
+// of graft export's output would; objects already gone are no error.
+func (c *Cluster) DeletePolicies(ctx context.Context, p *export.Policies) error {
+	ar := c.Client.AdmissionregistrationV1()
+	errs := []error{
+		ignoreNotFound(ar.MutatingAdmissionPolicyBindings().Delete(ctx, p.MutatingBinding.Name, metav1.DeleteOptions{})),
+		ignoreNotFound(ar.MutatingAdmissionPolicies().Delete(ctx, p.Mutating.Name, metav1.DeleteOptions{})),
+	}
+	for i, v := range p.Validating {
+		errs = append(errs,
+			ignoreNotFound(ar.ValidatingAdmissionPolicyBindings().Delete(ctx, p.Bindings[i].Name, metav1.DeleteOptions{})),
+			ignoreNotFound(ar.ValidatingAdmissionPolicies().Delete(ctx, v.Name, metav1.DeleteOptions{})))
+	}
+	return errors.Join(errs...)
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // SelectNamespaces points every binding of p at the namespaces sel

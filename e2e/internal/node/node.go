@@ -508,7 +508,7 @@ failSwapOn: false
 cgroupsPerQOS: false
 enforceNodeAllocatable: []
 containerRuntimeEndpoint: %[3]q
-podLogsDirectory: %[4]q
+podLogsDir: %[4]q
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard:
@@ -580,6 +580,12 @@ func (n *Node) startKubelet(ctx context.Context, client kubernetes.Interface, o 
 	})
 	if err != nil {
 		return fmt.Errorf("kubelet: %w (log: %s)", err, n.kubelet.LogPath())
+	}
+	// The kubelet decodes its configuration leniently: a misspelt field
+	// is logged and ignored, and the node runs on the default (a pod log
+	// directory shared with every other kubelet on the machine, say).
+	if log := n.kubelet.Tail(1 << 20); strings.Contains(log, "strict decoding error") {
+		return fmt.Errorf("kubelet: %s has a field the kubelet does not know (log: %s)", configPath, n.kubelet.LogPath())
 	}
 	return nil
 }
