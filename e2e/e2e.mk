@@ -7,10 +7,13 @@
 # named by the version its builder module (or this file) pins: a new pin
 # builds a new binary, and nothing else (a checkout touching a file, say)
 # throws a build away.
-# - kube-apiserver, kube-controller-manager and kube-scheduler from the
-#   k8s.io/kubernetes module that e2e/tools/kube-apiserver/go.mod pins, in
-#   one `go build` of the ones missing (cold on the 2-core machine: about 8
-#   minutes for kube-apiserver alone, 3 more for the other two).
+# - kube-apiserver, kube-controller-manager, kube-scheduler, the kubelet
+#   and kubectl from the k8s.io/kubernetes module that
+#   e2e/tools/kube-apiserver/go.mod pins, in one `go build` of the ones
+#   missing (cold on the 2-core machine: about 8 minutes for kube-apiserver
+#   alone, 3 more for the controllers and scheduler, 2 for kubectl, which
+#   runs the docs' commands in e2e/docscluster), and kustomize, the release
+#   kubectl embeds, for the docs' `kustomize edit`.
 # - etcd from go.etcd.io/etcd/server/v3, pinned by e2e/tools/etcd/go.mod
 #   (about a minute).
 # - kwok (simulated nodes and kubelets) with `go install` at KWOK_VERSION,
@@ -25,7 +28,12 @@ E2E_APISERVER   := $(E2E_BIN)/kube-apiserver-$(E2E_K8S_VERSION)
 E2E_CONTROLLERS := $(E2E_BIN)/kube-controller-manager-$(E2E_K8S_VERSION)
 E2E_SCHEDULER   := $(E2E_BIN)/kube-scheduler-$(E2E_K8S_VERSION)
 E2E_KUBELET     := $(E2E_BIN)/kubelet-$(E2E_K8S_VERSION)
-E2E_K8S_BINS    := $(E2E_APISERVER) $(E2E_CONTROLLERS) $(E2E_SCHEDULER) $(E2E_KUBELET)
+E2E_KUBECTL     := $(E2E_BIN)/kubectl-$(E2E_K8S_VERSION)
+E2E_K8S_BINS    := $(E2E_APISERVER) $(E2E_CONTROLLERS) $(E2E_SCHEDULER) $(E2E_KUBELET) $(E2E_KUBECTL)
+# kustomize, the release kubectl embeds (the docs' `kustomize edit`), from
+# the same builder module.
+E2E_KUSTOMIZE_VERSION := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "sigs.k8s.io/kustomize/kustomize/v5" && $$(i+1) ~ /^v/) print $$(i+1)}' $(E2E_TOOLS)/go.mod)
+E2E_KUSTOMIZE   := $(E2E_BIN)/kustomize-$(E2E_KUSTOMIZE_VERSION)
 E2E_ETCD_TOOLS  := e2e/tools/etcd
 E2E_ETCD_VERSION := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "go.etcd.io/etcd/server/v3" && $$(i+1) ~ /^v/) print $$(i+1)}' $(E2E_ETCD_TOOLS)/go.mod)
 E2E_ETCD        := $(E2E_BIN)/etcd-$(E2E_ETCD_VERSION)
@@ -80,6 +88,8 @@ E2E_ENV := GRAFT_E2E_KUBE_APISERVER=$(E2E_APISERVER) \
 	GRAFT_E2E_GRAFT=$(E2E_GRAFT) \
 	GRAFT_E2E_HELM=$(HELM) \
 	GRAFT_E2E_KUBELET=$(E2E_KUBELET) \
+	GRAFT_E2E_KUBECTL=$(E2E_KUBECTL) \
+	GRAFT_E2E_KUSTOMIZE=$(E2E_KUSTOMIZE) \
 	GRAFT_E2E_GRAFT_IMAGE=$(E2E_GRAFT_IMAGE)
 
 .PHONY: e2e-deps e2e-graft e2e-image node-tools kube-apiserver cluster-tools demo acceptance bench-node
@@ -131,8 +141,8 @@ bench-node: .SHELLFLAGS := -o pipefail -c
 bench-node: e2e-deps
 	cd e2e && $(E2E_ENV) $(GO) run ./cmd/nodebench -pods $(BENCH_NODE_PODS) $(BENCH_NODE_FLAGS) | tee $(CURDIR)/bench/results/node-latest.md
 
-## cluster-tools: build (or reuse) the cached etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok.
-cluster-tools: $(E2E_K8S_BINS) $(E2E_ETCD) $(E2E_KWOK) $(E2E_KWOK_STAGES)
+## cluster-tools: build (or reuse) the cached etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kubectl, kustomize and kwok.
+cluster-tools: $(E2E_K8S_BINS) $(E2E_KUSTOMIZE) $(E2E_ETCD) $(E2E_KWOK) $(E2E_KWOK_STAGES)
 
 ## kube-apiserver: build (or reuse) the cached kube-apiserver.
 kube-apiserver: $(E2E_APISERVER)
@@ -154,6 +164,13 @@ $(E2E_K8S_BINS) &:
 	(cd $(E2E_TOOLS) && $(GO) build -trimpath -ldflags '$(E2E_APISERVER_LDFLAGS)' -o $$tmp/ $$pkgs); \
 	for b in $$cmds; do mv $$tmp/$$b $(E2E_BIN)/$$b-$(E2E_K8S_VERSION); done; \
 	rmdir $$tmp
+
+$(E2E_KUSTOMIZE):
+	@[ -n "$(E2E_KUSTOMIZE_VERSION)" ] || { echo "no sigs.k8s.io/kustomize/kustomize/v5 version in $(E2E_TOOLS)/go.mod" >&2; exit 1; }
+	@mkdir -p $(@D)
+	@echo "building kustomize $(E2E_KUSTOMIZE_VERSION) (once; cached in $(E2E_BIN))"
+	cd $(E2E_TOOLS) && $(GO) build -trimpath -ldflags '-s -w' -o $@.tmp sigs.k8s.io/kustomize/kustomize/v5
+	mv $@.tmp $@
 
 $(E2E_ETCD):
 	@[ -n "$(E2E_ETCD_VERSION)" ] || { echo "no go.etcd.io/etcd/server/v3 version in $(E2E_ETCD_TOOLS)/go.mod" >&2; exit 1; }

@@ -19,24 +19,26 @@ import (
 const e2eDoc = "docs/development/e2e.md"
 
 // TestEveryScenarioIsInTheE2EDoc: the table of scenarios in
-// docs/development/e2e.md names every test of this suite and of the real
-// nodes' (realnode/), so a new test
+// docs/development/e2e.md names every test of this suite, of the real
+// nodes' (realnode/) and of the docs' (docscluster/), so a new test
 // cannot go undocumented.
 func TestEveryScenarioIsInTheE2EDoc(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join(repoRoot, e2eDoc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// This suite's and the real nodes' (realnode/).
+	// This suite's, the real nodes' (realnode/) and the docs' (docscluster/).
 	files, err := filepath.Glob("*_test.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	real, err := filepath.Glob("realnode/*_test.go")
-	if err != nil || len(real) == 0 {
-		t.Fatalf("no tests in realnode/: %v", err)
+	for _, dir := range []string{"realnode", "docscluster"} {
+		more, err := filepath.Glob(dir + "/*_test.go")
+		if err != nil || len(more) == 0 {
+			t.Fatalf("no tests in %s/: %v", dir, err)
+		}
+		files = append(files, more...)
 	}
-	files = append(files, real...)
 	decl := regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]+)\(t \*testing\.T\)`)
 	found := 0
 	for _, f := range files {

@@ -96,7 +96,7 @@ const certsExample = `  # A CA and a serving certificate for graft in graft-syst
   graft certs --out certs/ --ip 127.0.0.1 --days 30`
 
 const exportExample = `  # Compile the default profile into admission policies, and apply them
-  graft export | kubectl apply -f -
+  graft export | kubectl apply --server-side -f -
 
   # Another profile of a configuration, with its template overlay
   graft export --profile mesh-proxy --config graft-config.yaml --templates-dir ./templates`
@@ -141,7 +141,8 @@ const watchdogExample = `  # As deploy/components/watchdog runs it, in the clust
   graft watchdog --grace 5m --max-restarts-per-minute 5`
 
 const guaranteeExample = `  # The guarantee policies of a configuration, applied after its webhooks
-  graft guarantee --config graft-config.yaml | kubectl apply -f -
+  # (server-side: a policy can outgrow what client-side apply keeps, 256 KiB)
+  graft guarantee --config graft-config.yaml | kubectl apply --server-side -f -
 
   # What the policies compare of custom templates (the chart's policy.templateChecks)
   graft guarantee --checks --templates-dir ./templates`

@@ -413,6 +413,7 @@ var e2eMay = map[string]string{
 	"internal/redirect/redirecttest": "the traffic redirection's checks on a real node",
 	"webhook/certgen":                "the serving certificates of the suite's graft",
 	"bench/corpus":                   "the request corpus's Pods",
+	"internal/docblocks":             "the docs' blocks and markers, to run the cluster ones as TestDocs runs the others",
 }
 
 // The e2e module imports from the main module only what e2eMay lists.

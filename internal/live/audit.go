@@ -13,7 +13,8 @@ import (
 	"github.com/graftdev/graft/audit"
 )
 
-// Audit classifies with a the Pods of namespace ("" every one), reading
+// Audit classifies with a the Pods of namespace ("" every one) but those
+// being deleted, reading
 // every LIST in pages of chunk objects, and hands each Pod's result to
 // out as it goes: what it keeps grows with namespaces, ReplicaSets, Jobs
 // and workloads, never with Pods. The caller closes out with the report.
@@ -42,8 +43,8 @@ func (cl *Cluster) Audit(ctx context.Context, a *audit.Auditor, namespace string
 	return rep, nil
 }
 
-// Classify classifies with a the Pods of namespace ("" every one), in
-// LIST pages of chunk objects, and hands each to each with its Namespace
+// Classify classifies with a the Pods of namespace ("" every one) but
+// those being deleted, in LIST pages of chunk objects, and hands each to each with its Namespace
 // and the Pod as the audit read it (valid during the call only): what
 // graft audit and graft rollout start from.
 func (cl *Cluster) Classify(ctx context.Context, a *audit.Auditor, namespace string, chunk int64, each func(audit.Namespace, audit.Pod, *audit.PodResult) error) error {
@@ -95,6 +96,14 @@ func (cl *Cluster) classify(ctx context.Context, a *audit.Auditor, namespace str
 	}, func(l *corev1.PodList) error {
 		for i := range l.Items {
 			p := &l.Items[i]
+			if p.DeletionTimestamp != nil {
+				// Being deleted (deletionTimestamp is the API server's,
+				// not the Pod author's): it is leaving, no rollout
+				// changes it, and its replacement is audited instead.
+				// Counting it would fail a --fail-on run right after
+				// the rollout that replaced it, for its grace period.
+				continue
+			}
 			ns, ok := nss[p.Namespace]
 			if !ok { // created since the namespaces were listed
 				got, err := c.CoreV1().Namespaces().Get(ctx, p.Namespace, metav1.GetOptions{})

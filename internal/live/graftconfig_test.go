@@ -250,6 +250,37 @@ func TestAuditUsesClusterConfig(t *testing.T) {
 	}
 }
 
+// A Pod being deleted is left out of the audit (and so of rollout's
+// plan): its replacement is what the namespace runs next.
+func TestAuditLeavesOutPodsBeingDeleted(t *testing.T) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{names.Inject: "enabled"},
+		CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour))}}
+	pod := func(name string, deleted bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, CreationTimestamp: metav1.NewTime(time.Now())},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}}}}
+		if deleted {
+			now := metav1.Now()
+			p.DeletionTimestamp, p.Finalizers = &now, []string{"example.com/hold"}
+		}
+		return p
+	}
+	cl := &Cluster{client: fake.NewClientset(ns, pod("web-old", true), pod("web-new", false)), namespace: "shop"}
+	engine, err := offline.NewEngine("", "", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := &collect{}
+	if _, err := cl.Audit(t.Context(), audit.New(engine), "shop", 10, rep, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.pods) != 1 || rep.pods[0].Name != "web-new" {
+		t.Fatalf("audited %+v, want web-new alone", rep.pods)
+	}
+	if c := rep.pods[0].Verdict.Class; c != audit.Missing {
+		t.Errorf("web-new is %s, want missing (no record): the test would pass for the wrong reason", c)
+	}
+}
+
 // collect keeps what Audit writes.
 type collect struct{ pods []audit.PodResult }
 

@@ -58,6 +58,10 @@ type Options struct {
 	Nodes int
 	// RepoRoot is graft's repository (deploy/ is read from it).
 	RepoRoot string
+	// WithoutGraft leaves graft out: every node has graft's image under
+	// the name deploy/ gives it, and nothing is installed, for a test
+	// that installs graft as its reader would (e2e/docscluster).
+	WithoutGraft bool
 }
 
 // OptionsFromEnv reads the cluster's options (with no simulated nodes),
@@ -98,7 +102,8 @@ func Check(kubelet string) (node.Tools, error) {
 type Cluster struct {
 	*cluster.Cluster
 	Nodes []*node.Node
-	// Graft is graft installed from deploy/base.
+	// Graft is graft installed from deploy/base (built, not applied,
+	// with Options.WithoutGraft).
 	Graft *Installed
 	// Images maps each image name the Pods may run to its archive.
 	Images map[string]string
@@ -199,6 +204,9 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		if err := n.ImportAs(ctx, o.GraftImage, c.Graft.Image); err != nil {
 			return c, err
 		}
+	}
+	if o.WithoutGraft {
+		return c, nil
 	}
 	if err := c.Graft.Apply(ctx, c.Cluster); err != nil {
 		return c, err
